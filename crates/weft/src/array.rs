@@ -1,0 +1,203 @@
+//! `Array`: a cheap handle to a lazy graph node.
+
+use crate::backend::cpu;
+use crate::buffer::{CpuBuffer, CpuElement, Data};
+use crate::dtype::Dtype;
+use crate::primitive::Primitive;
+use crate::scheduler::node::{NodeState, DONE};
+use crate::shape::numel;
+use crate::stream::{current_stream, Stream};
+use crate::{Error, Result};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// An n-dimensional array: a node of a lazy graph, computed on demand.
+///
+/// Cloning is cheap (a reference count). `Array` is `Send + Sync`: an array
+/// built on one thread can be evaluated, read or used in new ops on any other.
+///
+/// ```
+/// use weft::{ops, Array};
+/// let a = Array::from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap();
+/// let b = (&a * &a).unwrap();
+/// assert_eq!(b.to_vec::<f32>().unwrap(), vec![1.0, 4.0, 9.0]);
+/// assert_eq!(ops::sum(&b, &[0], false).unwrap().item::<f32>().unwrap(), 14.0);
+/// ```
+#[derive(Clone)]
+pub struct Array(pub(crate) Arc<Node>);
+
+pub(crate) struct Node {
+    /// Global construction order: every input is older than its users.
+    id: u64,
+    shape: Vec<usize>,
+    dtype: Dtype,
+    /// The concrete stream the node runs on.
+    stream: Stream,
+    /// Primitive and inputs while the node is PENDING or CLAIMED; moved into
+    /// its task when queued.
+    pub(crate) graph: Mutex<Option<Graph>>,
+    pub(crate) state: NodeState<Result<Data>>,
+}
+
+pub(crate) struct Graph {
+    pub prim: Primitive,
+    pub inputs: Vec<Array>,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+impl Array {
+    fn with_state(shape: Vec<usize>, dtype: Dtype, stream: Stream, graph: Option<Graph>, state: NodeState<Result<Data>>) -> Array {
+        Array(Arc::new(Node {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            shape,
+            dtype,
+            stream,
+            graph: Mutex::new(graph),
+            state,
+        }))
+    }
+
+    /// A lazy node on the calling thread's current stream. Used by `ops`,
+    /// which have checked shapes and dtypes.
+    pub(crate) fn from_op(prim: Primitive, inputs: Vec<Array>, shape: Vec<usize>, dtype: Dtype) -> Array {
+        let stream = current_stream();
+        Array::with_state(shape, dtype, stream, Some(Graph { prim, inputs }), NodeState::pending())
+    }
+
+    /// An evaluated array holding `data` (a CPU buffer), on the current stream.
+    pub(crate) fn from_data(data: Data, dtype: Dtype) -> Array {
+        let shape = data.layout.shape.clone();
+        Array::with_state(shape, dtype, current_stream(), None, NodeState::done(Ok(data)))
+    }
+
+    /// An array of `shape` holding `data` (row-major).
+    pub fn from_slice<T: CpuElement>(data: &[T], shape: &[usize]) -> Result<Array> {
+        Array::from_vec(data.to_vec(), shape)
+    }
+
+    /// An array of `shape` owning `data` (row-major), without copying.
+    pub fn from_vec<T: CpuElement>(data: Vec<T>, shape: &[usize]) -> Result<Array> {
+        if data.len() != numel(shape) {
+            return Err(Error::Shape(format!(
+                "{} elements cannot fill shape {shape:?} ({} elements)",
+                data.len(),
+                numel(shape)
+            )));
+        }
+        Ok(Array::from_data(Data::cpu(CpuBuffer::from_vec(data)?, shape), T::DTYPE))
+    }
+
+    /// A zero-dimensional array.
+    pub fn scalar<T: CpuElement>(v: T) -> Array {
+        Array::from_vec(vec![v], &[]).expect("one element fills a scalar")
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.0.shape
+    }
+
+    pub fn dtype(&self) -> Dtype {
+        self.0.dtype
+    }
+
+    pub fn ndim(&self) -> usize {
+        self.0.shape.len()
+    }
+
+    /// Number of elements.
+    pub fn size(&self) -> usize {
+        numel(&self.0.shape)
+    }
+
+    /// Bytes the elements take.
+    pub fn nbytes(&self) -> usize {
+        self.size() * self.0.dtype.size()
+    }
+
+    /// The concrete stream this array is computed on.
+    pub fn stream(&self) -> Stream {
+        self.0.stream
+    }
+
+    pub fn device(&self) -> crate::Device {
+        self.0.stream.device()
+    }
+
+    /// Construction order, unique per array.
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+
+    /// Whether the value is computed (or its computation failed).
+    pub fn is_evaluated(&self) -> bool {
+        self.0.state.get() == DONE
+    }
+
+    /// Evaluates this array (see [`crate::eval`]).
+    pub fn eval(&self) -> Result<()> {
+        crate::eval(std::slice::from_ref(self))
+    }
+
+    /// The evaluated data, evaluating first if needed.
+    pub fn data(&self) -> Result<Data> {
+        if self.0.state.get() != DONE {
+            self.eval()?;
+        }
+        self.0.state.wait_result()
+    }
+
+    /// The elements in row-major order. `T` must be the array's dtype.
+    pub fn to_vec<T: CpuElement>(&self) -> Result<Vec<T>> {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::Dtype(format!(
+                "cannot read a {} array as {}",
+                self.dtype(),
+                T::DTYPE
+            )));
+        }
+        let data = self.data()?;
+        Ok(cpu::to_vec::<T>(&data))
+    }
+
+    /// The single element of a one-element array.
+    pub fn item<T: CpuElement>(&self) -> Result<T> {
+        if self.size() != 1 {
+            return Err(Error::Shape(format!(
+                "item() needs an array of one element, this one has shape {:?}",
+                self.shape()
+            )));
+        }
+        Ok(self.to_vec::<T>()?[0])
+    }
+
+    /// The elements converted to `f64`, in row-major order (any dtype).
+    pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
+        crate::ops::astype(self, Dtype::F64)?.to_vec::<f64>()
+    }
+}
+
+impl Drop for Node {
+    /// Drops a long chain of unevaluated nodes iteratively: the default,
+    /// recursive drop would overflow the stack on deep graphs.
+    fn drop(&mut self) {
+        let Some(graph) = self.graph.get_mut().map(Option::take).unwrap_or(None) else {
+            return;
+        };
+        let mut stack = graph.inputs;
+        while let Some(a) = stack.pop() {
+            if let Ok(mut node) = Arc::try_unwrap(a.0) {
+                if let Some(g) = node.graph.get_mut().map(Option::take).unwrap_or(None) {
+                    stack.extend(g.inputs);
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Array {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Array(shape={:?}, dtype={}, {})", self.shape(), self.dtype(), self.stream())
+    }
+}

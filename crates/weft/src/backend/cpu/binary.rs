@@ -1,0 +1,26 @@
+//! `Binary`: elementwise arithmetic and comparisons of two broadcast inputs.
+
+use super::num::Arith;
+use super::{dispatch, map2};
+use crate::buffer::{CpuBuffer, Data};
+use crate::primitive::{BinaryOp, OutSpec};
+use crate::Result;
+
+pub(crate) fn binary(op: BinaryOp, a: &Data, b: &Data, out: OutSpec<'_>) -> Result<CpuBuffer> {
+    let s = out.shape;
+    dispatch!(a.buffer.dtype(), T => match op {
+        BinaryOp::Add => map2::<T, T, T>(a, b, s, Arith::add),
+        BinaryOp::Sub => map2::<T, T, T>(a, b, s, Arith::sub),
+        BinaryOp::Mul => map2::<T, T, T>(a, b, s, Arith::mul),
+        BinaryOp::Div => map2::<T, T, T>(a, b, s, Arith::div),
+        BinaryOp::Pow => map2::<T, T, T>(a, b, s, Arith::pow),
+        BinaryOp::Maximum => map2::<T, T, T>(a, b, s, Arith::max),
+        BinaryOp::Minimum => map2::<T, T, T>(a, b, s, Arith::min),
+        BinaryOp::Equal => map2::<T, T, bool>(a, b, s, |x, y| x == y),
+        BinaryOp::NotEqual => map2::<T, T, bool>(a, b, s, |x, y| x != y),
+        BinaryOp::Less => map2::<T, T, bool>(a, b, s, |x, y| x < y),
+        BinaryOp::LessEqual => map2::<T, T, bool>(a, b, s, |x, y| x <= y),
+        BinaryOp::Greater => map2::<T, T, bool>(a, b, s, |x, y| x > y),
+        BinaryOp::GreaterEqual => map2::<T, T, bool>(a, b, s, |x, y| x >= y),
+    })
+}

@@ -1,0 +1,209 @@
+//! The CPU backend: one file per primitive, named as in `primitive/`.
+//!
+//! Kernels read strided inputs (views are free) and write fresh contiguous
+//! outputs. Contiguous inputs take a fast path; large ones are split across
+//! the worker pool with rayon. Stream tasks already run on that same bounded
+//! pool, so a kernel's parallel parts and other streams' tasks share the
+//! cores instead of oversubscribing them.
+
+mod arange;
+mod astype;
+mod binary;
+mod concatenate;
+mod copy;
+mod matmul;
+mod num;
+mod reduce;
+mod select;
+mod unary;
+
+use super::Encoder;
+use crate::buffer::{CpuBuffer, CpuElement, Data};
+use crate::primitive::view::view_layout;
+use crate::primitive::{OutSpec, Primitive};
+use crate::shape::{for_each_row, Layout};
+use crate::Result;
+use rayon::prelude::*;
+
+/// Element counts from which a kernel splits its work across threads.
+pub(crate) const PARALLEL_MIN: usize = 1 << 15;
+
+/// Runs `$body` with `$T` bound to the Rust type of `$dtype`.
+macro_rules! dispatch {
+    ($dtype:expr, $T:ident => $body:expr) => {{
+        use $crate::dtype::Dtype;
+        match $dtype {
+            Dtype::Bool => { type $T = bool; $body }
+            Dtype::U8 => { type $T = u8; $body }
+            Dtype::U32 => { type $T = u32; $body }
+            Dtype::I32 => { type $T = i32; $body }
+            Dtype::I64 => { type $T = i64; $body }
+            Dtype::F16 => { type $T = half::f16; $body }
+            Dtype::BF16 => { type $T = half::bf16; $body }
+            Dtype::F32 => { type $T = f32; $body }
+            Dtype::F64 => { type $T = f64; $body }
+        }
+    }};
+}
+pub(crate) use dispatch;
+
+pub(crate) struct CpuEncoder;
+
+impl Encoder for CpuEncoder {
+    fn run(&self, prim: &Primitive, inputs: &[Data], out: OutSpec<'_>) -> Result<Data> {
+        if let Some(layout) = inputs.first().and_then(|i| view_layout(prim, &i.layout, out.shape)) {
+            return Ok(Data { buffer: inputs[0].buffer.clone(), layout });
+        }
+        let buffer = match prim {
+            Primitive::Unary(op) => unary::unary(*op, &inputs[0], out)?,
+            Primitive::Binary(op) => binary::binary(*op, &inputs[0], &inputs[1], out)?,
+            Primitive::Select => select::select(&inputs[0], &inputs[1], &inputs[2], out)?,
+            Primitive::AsType => astype::astype(&inputs[0], out)?,
+            Primitive::Reduce { op, axes } => reduce::reduce(*op, axes, &inputs[0], out)?,
+            Primitive::ArgReduce { op, axis } => reduce::arg_reduce(*op, *axis, &inputs[0], out)?,
+            Primitive::Matmul => matmul::matmul(&inputs[0], &inputs[1], out)?,
+            // Views that could not view (reshape of strided data) copy.
+            Primitive::Reshape | Primitive::Copy => copy::copy(&inputs[0])?,
+            Primitive::Concatenate { axis } => concatenate::concatenate(*axis, inputs, out)?,
+            Primitive::Arange { start, step } => arange::arange(*start, *step, out)?,
+            Primitive::Transpose { .. } | Primitive::BroadcastTo | Primitive::Slice { .. } => {
+                unreachable!("views always view")
+            }
+        };
+        Ok(Data::cpu(buffer, out.shape))
+    }
+}
+
+/// The elements of `data` in row-major order, as a slice when they already
+/// are contiguous.
+pub(crate) fn contiguous_slice<T: CpuElement>(data: &Data) -> Option<&[T]> {
+    let l = &data.layout;
+    l.is_contiguous()
+        .then(|| &data.cpu_buffer().as_slice::<T>()[l.offset..l.offset + l.numel()])
+}
+
+/// Calls `f` with each element of `data` in row-major order.
+pub(crate) fn for_each<T: CpuElement>(data: &Data, mut f: impl FnMut(T)) {
+    if let Some(s) = contiguous_slice::<T>(data) {
+        s.iter().for_each(|&x| f(x));
+        return;
+    }
+    let src = data.cpu_buffer().as_slice::<T>();
+    let l = &data.layout;
+    let inner = *l.strides.last().unwrap_or(&1);
+    for_each_row(&l.shape, [&l.strides], [l.offset], |[o], n| {
+        for i in 0..n as isize {
+            f(src[(o + i * inner) as usize]);
+        }
+    });
+}
+
+/// `data`'s elements in row-major order, in a new Vec.
+pub(crate) fn to_vec<T: CpuElement>(data: &Data) -> Vec<T> {
+    match contiguous_slice::<T>(data) {
+        Some(s) => s.to_vec(),
+        None => {
+            let mut v = Vec::with_capacity(data.layout.numel());
+            for_each(data, |x| v.push(x));
+            v
+        }
+    }
+}
+
+/// Elementwise map of one input (already laid out as the output).
+pub(crate) fn map1<T: CpuElement, U: CpuElement>(
+    a: &Data,
+    f: impl Fn(T) -> U + Sync + Send,
+) -> Result<CpuBuffer> {
+    let n = a.layout.numel();
+    CpuBuffer::build(n, |v| match contiguous_slice::<T>(a) {
+        Some(s) if n >= PARALLEL_MIN => v.par_extend(s.par_iter().map(|&x| f(x))),
+        Some(s) => v.extend(s.iter().map(|&x| f(x))),
+        None => for_each(a, |x| v.push(f(x))),
+    })
+}
+
+/// Elementwise map of two inputs broadcast to `shape`.
+pub(crate) fn map2<A: CpuElement, B: CpuElement, U: CpuElement>(
+    a: &Data,
+    b: &Data,
+    shape: &[usize],
+    f: impl Fn(A, B) -> U + Sync + Send,
+) -> Result<CpuBuffer> {
+    let la = a.layout.broadcast_to(shape);
+    let lb = b.layout.broadcast_to(shape);
+    let (sa, sb) = (a.cpu_buffer().as_slice::<A>(), b.cpu_buffer().as_slice::<B>());
+    let n = crate::shape::numel(shape);
+    let par = n >= PARALLEL_MIN;
+    CpuBuffer::build(n, |v| {
+        match (la.is_contiguous(), lb.is_contiguous()) {
+            (true, true) => {
+                let (x, y) = (&sa[la.offset..la.offset + n], &sb[lb.offset..lb.offset + n]);
+                if par {
+                    v.par_extend(x.par_iter().zip(y).map(|(&x, &y)| f(x, y)))
+                } else {
+                    v.extend(x.iter().zip(y).map(|(&x, &y)| f(x, y)))
+                }
+            }
+            (true, false) if lb.is_scalar_broadcast() => {
+                let (x, y) = (&sa[la.offset..la.offset + n], sb[lb.offset]);
+                if par {
+                    v.par_extend(x.par_iter().map(|&x| f(x, y)))
+                } else {
+                    v.extend(x.iter().map(|&x| f(x, y)))
+                }
+            }
+            (false, true) if la.is_scalar_broadcast() => {
+                let (x, y) = (sa[la.offset], &sb[lb.offset..lb.offset + n]);
+                if par {
+                    v.par_extend(y.par_iter().map(|&y| f(x, y)))
+                } else {
+                    v.extend(y.iter().map(|&y| f(x, y)))
+                }
+            }
+            _ => {
+                let (ia, ib) = (*la.strides.last().unwrap_or(&0), *lb.strides.last().unwrap_or(&0));
+                for_each_row(shape, [&la.strides, &lb.strides], [la.offset, lb.offset], |[oa, ob], m| {
+                    for i in 0..m as isize {
+                        v.push(f(sa[(oa + i * ia) as usize], sb[(ob + i * ib) as usize]));
+                    }
+                });
+            }
+        }
+    })
+}
+
+/// Elementwise map of three inputs broadcast to `shape` (general path only:
+/// `where` is rarely hot enough to need more).
+pub(crate) fn map3<A: CpuElement, B: CpuElement, C: CpuElement, U: CpuElement>(
+    a: &Data,
+    b: &Data,
+    c: &Data,
+    shape: &[usize],
+    f: impl Fn(A, B, C) -> U,
+) -> Result<CpuBuffer> {
+    let ls: [Layout; 3] = [a, b, c].map(|d| d.layout.broadcast_to(shape));
+    let (sa, sb, sc) = (
+        a.cpu_buffer().as_slice::<A>(),
+        b.cpu_buffer().as_slice::<B>(),
+        c.cpu_buffer().as_slice::<C>(),
+    );
+    let inner = ls.clone().map(|l| *l.strides.last().unwrap_or(&0));
+    let n = crate::shape::numel(shape);
+    CpuBuffer::build(n, |v| {
+        for_each_row(
+            shape,
+            [&ls[0].strides, &ls[1].strides, &ls[2].strides],
+            [ls[0].offset, ls[1].offset, ls[2].offset],
+            |[oa, ob, oc], m| {
+                for i in 0..m as isize {
+                    v.push(f(
+                        sa[(oa + i * inner[0]) as usize],
+                        sb[(ob + i * inner[1]) as usize],
+                        sc[(oc + i * inner[2]) as usize],
+                    ));
+                }
+            },
+        );
+    })
+}

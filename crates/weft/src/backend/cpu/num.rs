@@ -1,0 +1,150 @@
+//! Arithmetic of each element type, as the kernels need it: wrapping for
+//! integers, IEEE for floats, `float16`/`bfloat16` computed in `float32`.
+
+use crate::buffer::CpuElement;
+use crate::primitive::UnaryOp;
+use half::{bf16, f16};
+
+pub(crate) trait Arith: CpuElement {
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn div(self, o: Self) -> Self;
+    fn pow(self, o: Self) -> Self;
+    fn neg(self) -> Self;
+    fn abs(self) -> Self;
+    fn max(self, o: Self) -> Self {
+        // NaN propagates, as in NumPy and MLX.
+        if self.partial_cmp(&o).is_none() {
+            if self != self { self } else { o }
+        } else if o > self {
+            o
+        } else {
+            self
+        }
+    }
+    fn min(self, o: Self) -> Self {
+        if self.partial_cmp(&o).is_none() {
+            if self != self { self } else { o }
+        } else if o < self {
+            o
+        } else {
+            self
+        }
+    }
+}
+
+macro_rules! int_arith {
+    ($($t:ty => |$a:ident| $abs:expr),*) => {$(
+        impl Arith for $t {
+            #[inline(always)] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            #[inline(always)] fn sub(self, o: Self) -> Self { self.wrapping_sub(o) }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            // Integer division by zero gives 0 rather than trapping.
+            #[inline(always)] fn div(self, o: Self) -> Self { if o == 0 { 0 } else { self.wrapping_div(o) } }
+            #[inline(always)] fn pow(self, o: Self) -> Self {
+                #[allow(unused_comparisons)]
+                if o < 0 { if self == 1 { 1 } else { 0 } } else { self.wrapping_pow(o as u32) }
+            }
+            #[inline(always)] fn neg(self) -> Self { self.wrapping_neg() }
+            #[inline(always)] fn abs(self) -> Self { let $a = self; $abs }
+        }
+    )*};
+}
+int_arith!(u8 => |x| x, u32 => |x| x, i32 => |x| x.wrapping_abs(), i64 => |x| x.wrapping_abs());
+
+macro_rules! float_arith {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline(always)] fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)] fn sub(self, o: Self) -> Self { self - o }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
+            #[inline(always)] fn div(self, o: Self) -> Self { self / o }
+            #[inline(always)] fn pow(self, o: Self) -> Self { self.powf(o) }
+            #[inline(always)] fn neg(self) -> Self { -self }
+            #[inline(always)] fn abs(self) -> Self { self.abs() }
+        }
+    )*};
+}
+float_arith!(f32, f64);
+
+macro_rules! half_arith {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline(always)] fn add(self, o: Self) -> Self { <$t>::from_f32(self.to_f32() + o.to_f32()) }
+            #[inline(always)] fn sub(self, o: Self) -> Self { <$t>::from_f32(self.to_f32() - o.to_f32()) }
+            #[inline(always)] fn mul(self, o: Self) -> Self { <$t>::from_f32(self.to_f32() * o.to_f32()) }
+            #[inline(always)] fn div(self, o: Self) -> Self { <$t>::from_f32(self.to_f32() / o.to_f32()) }
+            #[inline(always)] fn pow(self, o: Self) -> Self { <$t>::from_f32(self.to_f32().powf(o.to_f32())) }
+            #[inline(always)] fn neg(self) -> Self { -self }
+            #[inline(always)] fn abs(self) -> Self { <$t>::from_f32(self.to_f32().abs()) }
+        }
+    )*};
+}
+half_arith!(f16, bf16);
+
+/// Booleans: `+` is or, `*` is and, `-` is xor (what the integer result
+/// would be, cast back to bool).
+impl Arith for bool {
+    fn add(self, o: Self) -> Self { self | o }
+    fn sub(self, o: Self) -> Self { self ^ o }
+    fn mul(self, o: Self) -> Self { self & o }
+    fn div(self, o: Self) -> Self { o && self }
+    fn pow(self, o: Self) -> Self { self || !o }
+    fn neg(self) -> Self { self }
+    fn abs(self) -> Self { self }
+}
+
+/// Transcendental functions, for the float types.
+pub(crate) trait Float: Arith {
+    fn unary(self, op: UnaryOp) -> Self;
+}
+
+#[inline(always)]
+fn f32_unary(op: UnaryOp, x: f32) -> f32 {
+    match op {
+        UnaryOp::Neg => -x,
+        UnaryOp::Abs => x.abs(),
+        UnaryOp::Exp => x.exp(),
+        UnaryOp::Log => x.ln(),
+        UnaryOp::Sqrt => x.sqrt(),
+        UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+        UnaryOp::Tanh => x.tanh(),
+        UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        UnaryOp::Sin => x.sin(),
+        UnaryOp::Cos => x.cos(),
+    }
+}
+
+#[inline(always)]
+fn f64_unary(op: UnaryOp, x: f64) -> f64 {
+    match op {
+        UnaryOp::Neg => -x,
+        UnaryOp::Abs => x.abs(),
+        UnaryOp::Exp => x.exp(),
+        UnaryOp::Log => x.ln(),
+        UnaryOp::Sqrt => x.sqrt(),
+        UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+        UnaryOp::Tanh => x.tanh(),
+        UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        UnaryOp::Sin => x.sin(),
+        UnaryOp::Cos => x.cos(),
+    }
+}
+
+impl Float for f32 {
+    #[inline(always)]
+    fn unary(self, op: UnaryOp) -> Self { f32_unary(op, self) }
+}
+impl Float for f64 {
+    #[inline(always)]
+    fn unary(self, op: UnaryOp) -> Self { f64_unary(op, self) }
+}
+impl Float for f16 {
+    #[inline(always)]
+    fn unary(self, op: UnaryOp) -> Self { f16::from_f32(f32_unary(op, self.to_f32())) }
+}
+impl Float for bf16 {
+    #[inline(always)]
+    fn unary(self, op: UnaryOp) -> Self { bf16::from_f32(f32_unary(op, self.to_f32())) }
+}

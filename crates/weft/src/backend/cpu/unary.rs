@@ -1,0 +1,50 @@
+//! `Unary`: elementwise math on one input.
+
+use super::num::{Arith, Float};
+use super::map1;
+use crate::buffer::{CpuBuffer, Data};
+use crate::dtype::Dtype;
+use crate::primitive::{OutSpec, UnaryOp};
+use crate::{Error, Result};
+use half::{bf16, f16};
+
+pub(crate) fn unary(op: UnaryOp, a: &Data, out: OutSpec<'_>) -> Result<CpuBuffer> {
+    // The op in one closure, monomorphized per op: the match runs once per
+    // kernel, not once per element.
+    macro_rules! float {
+        ($T:ty) => {
+            match op {
+                UnaryOp::Neg => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Neg)),
+                UnaryOp::Abs => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Abs)),
+                UnaryOp::Exp => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Exp)),
+                UnaryOp::Log => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Log)),
+                UnaryOp::Sqrt => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Sqrt)),
+                UnaryOp::Rsqrt => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Rsqrt)),
+                UnaryOp::Tanh => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Tanh)),
+                UnaryOp::Sigmoid => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Sigmoid)),
+                UnaryOp::Sin => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Sin)),
+                UnaryOp::Cos => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Cos)),
+            }
+        };
+    }
+    macro_rules! int {
+        ($T:ty) => {
+            match op {
+                UnaryOp::Neg => map1::<$T, $T>(a, Arith::neg),
+                UnaryOp::Abs => map1::<$T, $T>(a, Arith::abs),
+                _ => Err(Error::Dtype(format!("{op:?} needs a float input, got {}", out.dtype))),
+            }
+        };
+    }
+    match out.dtype {
+        Dtype::F32 => float!(f32),
+        Dtype::F64 => float!(f64),
+        Dtype::F16 => float!(f16),
+        Dtype::BF16 => float!(bf16),
+        Dtype::Bool => int!(bool),
+        Dtype::U8 => int!(u8),
+        Dtype::U32 => int!(u32),
+        Dtype::I32 => int!(i32),
+        Dtype::I64 => int!(i64),
+    }
+}

@@ -1,0 +1,45 @@
+//! Backends run primitives. Each concrete stream owns an [`Encoder`] for its
+//! device; a primitive's kernel is found under the same name in each backend
+//! (`backend/cpu/matmul.rs`, `backend/cuda/matmul.rs`, ...).
+
+pub mod cpu;
+
+use crate::buffer::Data;
+use crate::device::{Device, DeviceType};
+use crate::primitive::{OutSpec, Primitive};
+use crate::stream::Stream;
+use crate::{Error, Result};
+
+/// Runs primitives for one concrete stream. Called by that stream's queue
+/// only, one task at a time, in FIFO order: an encoder never sees two tasks
+/// at once, so per-stream state needs no process-wide lock.
+pub(crate) trait Encoder: Send + Sync {
+    /// Computes `prim` of `inputs` (already complete, on this device).
+    fn run(&self, prim: &Primitive, inputs: &[Data], out: OutSpec<'_>) -> Result<Data>;
+
+    /// Waits for device work this encoder started (a no-op on the CPU,
+    /// where `run` returns when the work is done).
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Fails with a clear error if `device` cannot be used in this process.
+pub fn check_available(device: Device) -> Result<()> {
+    match device.kind {
+        DeviceType::Cpu => Ok(()),
+        DeviceType::Gpu => Err(Error::DeviceUnavailable(format!(
+            "{device}: weft was built without the CUDA backend"
+        ))),
+    }
+}
+
+pub(crate) fn new_encoder(stream: Stream) -> Result<Box<dyn Encoder>> {
+    match stream.device().kind {
+        DeviceType::Cpu => Ok(Box::new(cpu::CpuEncoder)),
+        DeviceType::Gpu => {
+            check_available(stream.device())?;
+            unreachable!("available GPU without a backend")
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! Memory: typed CPU storage, and the accounting behind `set_memory_limit`.
+
+use crate::dtype::{Dtype, Element};
+use crate::{Error, Result};
+use half::{bf16, f16};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static IN_USE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+static LIMIT: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// Caps the bytes weft's buffers may hold at once. An allocation past it
+/// fails the op that asked with [`Error::OutOfMemory`]; nothing else is
+/// affected. Returns the previous limit.
+pub fn set_memory_limit(bytes: usize) -> usize {
+    LIMIT.swap(bytes, Ordering::SeqCst)
+}
+
+/// Bytes held by live buffers.
+pub fn active_memory() -> usize {
+    IN_USE.load(Ordering::Relaxed)
+}
+
+/// The most bytes held at once since start (or the last reset).
+pub fn peak_memory() -> usize {
+    PEAK.load(Ordering::Relaxed)
+}
+
+pub fn reset_peak_memory() {
+    PEAK.store(IN_USE.load(Ordering::Relaxed), Ordering::Relaxed);
+}
+
+/// A reservation of `bytes` against the limit, released on drop.
+#[derive(Debug)]
+pub struct Reservation(usize);
+
+impl Reservation {
+    pub fn new(bytes: usize) -> Result<Reservation> {
+        let limit = LIMIT.load(Ordering::Relaxed);
+        // Invariant: IN_USE is the sum of all live reservations; the
+        // fetch_update makes check-and-add one atomic step.
+        let prev = IN_USE
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |cur| {
+                cur.checked_add(bytes).filter(|&n| n <= limit)
+            })
+            .map_err(|cur| Error::OutOfMemory { requested: bytes, in_use: cur, limit })?;
+        PEAK.fetch_max(prev + bytes, Ordering::Relaxed);
+        Ok(Reservation(bytes))
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        IN_USE.fetch_sub(self.0, Ordering::AcqRel);
+    }
+}
+
+/// Host memory of one array (or of several views of it).
+#[derive(Debug)]
+pub struct CpuBuffer {
+    pub data: CpuData,
+    _reservation: Reservation,
+}
+
+/// The typed elements of a CPU buffer.
+#[derive(Debug)]
+pub enum CpuData {
+    Bool(Vec<bool>),
+    U8(Vec<u8>),
+    U32(Vec<u32>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+/// Access to the `Vec<T>` inside [`CpuData`] for each element type.
+pub trait CpuElement: Element {
+    fn wrap(v: Vec<Self>) -> CpuData;
+    fn slice(d: &CpuData) -> Option<&[Self]>;
+}
+
+macro_rules! cpu_element {
+    ($($t:ty => $v:ident),*) => {$(
+        impl CpuElement for $t {
+            fn wrap(v: Vec<Self>) -> CpuData { CpuData::$v(v) }
+            fn slice(d: &CpuData) -> Option<&[Self]> {
+                match d { CpuData::$v(v) => Some(v), _ => None }
+            }
+        }
+    )*};
+}
+cpu_element!(bool => Bool, u8 => U8, u32 => U32, i32 => I32, i64 => I64,
+             f16 => F16, bf16 => BF16, f32 => F32, f64 => F64);
+
+impl CpuData {
+    pub fn dtype(&self) -> Dtype {
+        match self {
+            CpuData::Bool(_) => Dtype::Bool,
+            CpuData::U8(_) => Dtype::U8,
+            CpuData::U32(_) => Dtype::U32,
+            CpuData::I32(_) => Dtype::I32,
+            CpuData::I64(_) => Dtype::I64,
+            CpuData::F16(_) => Dtype::F16,
+            CpuData::BF16(_) => Dtype::BF16,
+            CpuData::F32(_) => Dtype::F32,
+            CpuData::F64(_) => Dtype::F64,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            CpuData::Bool(v) => v.len(),
+            CpuData::U8(v) => v.len(),
+            CpuData::U32(v) => v.len(),
+            CpuData::I32(v) => v.len(),
+            CpuData::I64(v) => v.len(),
+            CpuData::F16(v) => v.len(),
+            CpuData::BF16(v) => v.len(),
+            CpuData::F32(v) => v.len(),
+            CpuData::F64(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl CpuBuffer {
+    /// A buffer holding `v`, counted against the memory limit.
+    pub fn from_vec<T: CpuElement>(v: Vec<T>) -> Result<CpuBuffer> {
+        let reservation = Reservation::new(v.len() * std::mem::size_of::<T>())?;
+        Ok(CpuBuffer { data: T::wrap(v), _reservation: reservation })
+    }
+
+    /// A buffer of `n` elements made by `fill`, which receives an empty Vec
+    /// with room for `n` and must push exactly `n`. The reservation is taken
+    /// before the allocation, so exceeding the limit never touches memory.
+    pub fn build<T: CpuElement>(n: usize, fill: impl FnOnce(&mut Vec<T>)) -> Result<CpuBuffer> {
+        let reservation = Reservation::new(n.saturating_mul(std::mem::size_of::<T>()))?;
+        let mut v = Vec::new();
+        v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+            requested: n * std::mem::size_of::<T>(),
+            in_use: active_memory(),
+            limit: LIMIT.load(Ordering::Relaxed),
+        })?;
+        fill(&mut v);
+        debug_assert_eq!(v.len(), n);
+        Ok(CpuBuffer { data: T::wrap(v), _reservation: reservation })
+    }
+
+    pub fn dtype(&self) -> Dtype {
+        self.data.dtype()
+    }
+
+    pub fn as_slice<T: CpuElement>(&self) -> &[T] {
+        T::slice(&self.data).unwrap_or_else(|| {
+            panic!("buffer holds {}, read as {}", self.data.dtype(), T::DTYPE)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_access() {
+        let b = CpuBuffer::from_vec(vec![1.0f32; 1000]).unwrap();
+        assert_eq!(b.as_slice::<f32>()[999], 1.0);
+        assert_eq!(b.dtype(), Dtype::F32);
+    }
+}
+
+/// Device memory of any kind.
+#[derive(Debug)]
+pub enum Buffer {
+    Cpu(CpuBuffer),
+}
+
+impl Buffer {
+    pub fn dtype(&self) -> Dtype {
+        match self {
+            Buffer::Cpu(b) => b.dtype(),
+        }
+    }
+
+    pub fn as_cpu(&self) -> Option<&CpuBuffer> {
+        match self {
+            Buffer::Cpu(b) => Some(b),
+        }
+    }
+}
+
+/// An evaluated array's data: a shared buffer and how the array (its shape,
+/// strides and offset) sits in it.
+#[derive(Clone, Debug)]
+pub struct Data {
+    pub buffer: std::sync::Arc<Buffer>,
+    pub layout: crate::shape::Layout,
+}
+
+impl Data {
+    /// Contiguous data of `shape` in a fresh CPU buffer.
+    pub fn cpu(buffer: CpuBuffer, shape: &[usize]) -> Data {
+        Data {
+            buffer: std::sync::Arc::new(Buffer::Cpu(buffer)),
+            layout: crate::shape::Layout::contiguous(shape),
+        }
+    }
+
+    /// The CPU buffer; kernels of the CPU backend only ever see CPU data.
+    pub fn cpu_buffer(&self) -> &CpuBuffer {
+        self.buffer.as_cpu().expect("CPU kernel given non-CPU data")
+    }
+}

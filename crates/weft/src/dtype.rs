@@ -1,0 +1,193 @@
+//! Element types, and MLX's rules for combining them.
+
+use half::{bf16, f16};
+use std::fmt;
+
+/// The element type of an array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dtype {
+    Bool,
+    U8,
+    U32,
+    I32,
+    I64,
+    F16,
+    BF16,
+    F32,
+    F64,
+}
+
+impl Dtype {
+    pub const ALL: [Dtype; 9] = [
+        Dtype::Bool,
+        Dtype::U8,
+        Dtype::U32,
+        Dtype::I32,
+        Dtype::I64,
+        Dtype::F16,
+        Dtype::BF16,
+        Dtype::F32,
+        Dtype::F64,
+    ];
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            Dtype::Bool | Dtype::U8 => 1,
+            Dtype::F16 | Dtype::BF16 => 2,
+            Dtype::U32 | Dtype::I32 | Dtype::F32 => 4,
+            Dtype::I64 | Dtype::F64 => 8,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, Dtype::F16 | Dtype::BF16 | Dtype::F32 | Dtype::F64)
+    }
+
+    pub fn is_integer(self) -> bool {
+        matches!(self, Dtype::U8 | Dtype::U32 | Dtype::I32 | Dtype::I64)
+    }
+
+    pub fn is_signed(self) -> bool {
+        matches!(self, Dtype::I32 | Dtype::I64) || self.is_float()
+    }
+
+    /// MLX's name for the type (`float32`, `int64`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::Bool => "bool",
+            Dtype::U8 => "uint8",
+            Dtype::U32 => "uint32",
+            Dtype::I32 => "int32",
+            Dtype::I64 => "int64",
+            Dtype::F16 => "float16",
+            Dtype::BF16 => "bfloat16",
+            Dtype::F32 => "float32",
+            Dtype::F64 => "float64",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Dtype> {
+        Dtype::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// The smallest type both `a` and `b` convert to without loss, as MLX's
+    /// `promote_types` gives it: ints and floats give the float, `float16`
+    /// with `bfloat16` gives `float32`, `uint32` with `int32` gives `int64`.
+    pub fn promote(a: Dtype, b: Dtype) -> Dtype {
+        use Dtype::*;
+        if a == b {
+            return a;
+        }
+        let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+        match (lo, hi) {
+            (Bool, x) => x,
+            (F16, BF16) => F32,
+            (_, F64) => F64,
+            (x, y) if y.is_float() && !x.is_float() => y,
+            (x, y) if x.is_float() && y.is_float() => y,
+            (U8, y) => y,
+            (U32, I32) => I64,
+            (U32, I64) | (I32, I64) => I64,
+            (x, y) => unreachable!("promote({x:?}, {y:?})"),
+        }
+    }
+
+    /// The type a float-valued op (exp, sqrt, mean, ...) computes in: the
+    /// type itself for floats, `float32` for everything else.
+    pub fn at_least_float(self) -> Dtype {
+        if self.is_float() {
+            self
+        } else {
+            Dtype::F32
+        }
+    }
+}
+
+impl fmt::Display for Dtype {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A Rust type that can be an array element.
+pub trait Element: Copy + Send + Sync + PartialOrd + fmt::Debug + 'static {
+    const DTYPE: Dtype;
+    fn to_f64(self) -> f64;
+    fn from_f64(v: f64) -> Self;
+    /// Integer view, wrapping like Rust's `as` (exact for every integer type).
+    fn to_i64(self) -> i64;
+    fn from_i64(v: i64) -> Self;
+}
+
+macro_rules! element {
+    ($t:ty, $d:ident, |$x:ident| $to:expr, |$v:ident| $from:expr) => {
+        element!($t, $d, |$x| $to, |$v| $from, |x| x as i64, |v| v as $t);
+    };
+    ($t:ty, $d:ident, |$x:ident| $to:expr, |$v:ident| $from:expr,
+     |$xi:ident| $toi:expr, |$vi:ident| $fromi:expr) => {
+        impl Element for $t {
+            const DTYPE: Dtype = Dtype::$d;
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                let $x = self;
+                $to
+            }
+            #[inline(always)]
+            fn from_f64($v: f64) -> Self {
+                $from
+            }
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                let $xi = self;
+                $toi
+            }
+            #[inline(always)]
+            fn from_i64($vi: i64) -> Self {
+                $fromi
+            }
+        }
+    };
+}
+
+element!(bool, Bool, |x| x as u8 as f64, |v| v != 0.0, |x| x as i64, |v| v != 0);
+element!(u8, U8, |x| x as f64, |v| v as u8);
+element!(u32, U32, |x| x as f64, |v| v as u32);
+element!(i32, I32, |x| x as f64, |v| v as i32);
+element!(i64, I64, |x| x as f64, |v| v as i64);
+element!(f16, F16, |x| x.to_f64(), |v| f16::from_f64(v), |x| x.to_f64() as i64, |v| f16::from_f64(v as f64));
+element!(bf16, BF16, |x| x.to_f64(), |v| bf16::from_f64(v), |x| x.to_f64() as i64, |v| bf16::from_f64(v as f64));
+element!(f32, F32, |x| x as f64, |v| v as f32);
+element!(f64, F64, |x| x, |v| v);
+
+#[cfg(test)]
+mod tests {
+    use super::Dtype::{self, *};
+
+    #[test]
+    fn promotion_matches_mlx() {
+        let cases = [
+            (Bool, I32, I32),
+            (U8, I32, I32),
+            (U32, I32, I64),
+            (I32, I64, I64),
+            (I64, F16, F16),
+            (F16, BF16, F32),
+            (BF16, F32, F32),
+            (F32, F64, F64),
+            (U8, U32, U32),
+            (Bool, Bool, Bool),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(Dtype::promote(a, b), want, "{a} + {b}");
+            assert_eq!(Dtype::promote(b, a), want, "{b} + {a}");
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for d in Dtype::ALL {
+            assert_eq!(Dtype::from_name(d.name()), Some(d));
+        }
+    }
+}

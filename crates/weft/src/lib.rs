@@ -1,0 +1,43 @@
+//! # weft
+//!
+//! Lazy arrays with MLX's programming model (primitives, `eval`,
+//! `async_eval`, devices and streams) whose streams and arrays work from any
+//! thread: build a graph on one thread, evaluate it on another, feed one
+//! stream from many threads, evaluate one graph from several at once.
+//!
+//! ```
+//! use weft::{ops, Array, Device, Stream};
+//! let s = Stream::new(Device::cpu()).unwrap();
+//! let x = weft::with_stream(s, || ops::arange(0.0, 4.0, 1.0, weft::Dtype::F32)).unwrap();
+//! let y = std::thread::spawn(move || (&x * &x).unwrap().to_vec::<f32>().unwrap())
+//!     .join()
+//!     .unwrap();
+//! assert_eq!(y, vec![0.0, 1.0, 4.0, 9.0]);
+//! ```
+//!
+//! Layout: `ops/` builds graphs, `primitive/` names what nodes compute,
+//! `backend/cpu` runs them, `scheduler/` decides when, `stream.rs` says where.
+
+pub mod array;
+pub mod backend;
+pub mod buffer;
+pub mod device;
+pub mod dtype;
+mod error;
+pub mod ops;
+pub mod primitive;
+pub mod scheduler;
+pub mod shape;
+pub mod stream;
+mod sync;
+
+pub use array::Array;
+pub use buffer::{active_memory, peak_memory, reset_peak_memory, set_memory_limit};
+pub use device::{default_device, set_default_device, Device, DeviceType};
+pub use dtype::Dtype;
+pub use error::{Error, Result};
+pub use scheduler::{async_eval, eval, kernels_run, set_max_in_flight};
+pub use stream::{
+    current_stream, default_stream, set_default_stream, set_stream_pool_size, synchronize,
+    synchronize_all, with_stream, Stream, StreamGuard,
+};

@@ -1,0 +1,101 @@
+//! Reductions over axes: `sum`, `mean`, `max`, `min`, `argmax`, `argmin`.
+
+use super::{astype, multiply, reshape};
+use crate::dtype::Dtype;
+use crate::primitive::{ArgReduceOp, Primitive, ReduceOp};
+use crate::shape::normalize_axis;
+use crate::{bail, Array, Result};
+
+/// Sorted, unique, non-negative axes; an empty list means every axis.
+fn axes_of(a: &Array, axes: &[isize]) -> Result<Vec<usize>> {
+    if axes.is_empty() {
+        return Ok((0..a.ndim()).collect());
+    }
+    let mut out = axes.iter().map(|&ax| normalize_axis(ax, a.ndim())).collect::<Result<Vec<_>>>()?;
+    out.sort_unstable();
+    if out.windows(2).any(|w| w[0] == w[1]) {
+        bail!(InvalidArgument, "duplicate axes in {axes:?}");
+    }
+    Ok(out)
+}
+
+fn squeeze_axes(out: Array, axes: &[usize], keepdims: bool) -> Result<Array> {
+    if keepdims {
+        return Ok(out);
+    }
+    let shape: Vec<isize> = out
+        .shape()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !axes.contains(i))
+        .map(|(_, &d)| d as isize)
+        .collect();
+    reshape(&out, &shape)
+}
+
+fn reduce(op: ReduceOp, a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
+    let axes = axes_of(a, axes)?;
+    if op != ReduceOp::Sum && axes.iter().any(|&ax| a.shape()[ax] == 0) {
+        bail!(Shape, "cannot {op:?}-reduce an axis of size 0 (shape {:?})", a.shape());
+    }
+    let dtype = match (op, a.dtype()) {
+        (ReduceOp::Sum, Dtype::Bool) => Dtype::I32,
+        (ReduceOp::Sum, Dtype::U8) => Dtype::U32,
+        (_, d) => d,
+    };
+    let a = astype(a, dtype)?;
+    let mut shape = a.shape().to_vec();
+    for &ax in &axes {
+        shape[ax] = 1;
+    }
+    let out = Array::from_op(Primitive::Reduce { op, axes: axes.clone() }, vec![a], shape, dtype);
+    squeeze_axes(out, &axes, keepdims)
+}
+
+/// Sum over `axes` (all of them when empty). Bools sum to int32, uint8 to uint32.
+pub fn sum(a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
+    reduce(ReduceOp::Sum, a, axes, keepdims)
+}
+
+/// Maximum over `axes` (all of them when empty).
+pub fn max(a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
+    reduce(ReduceOp::Max, a, axes, keepdims)
+}
+
+/// Minimum over `axes` (all of them when empty).
+pub fn min(a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
+    reduce(ReduceOp::Min, a, axes, keepdims)
+}
+
+/// Mean over `axes` (all of them when empty); integers give float32.
+pub fn mean(a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
+    let dtype = a.dtype().at_least_float();
+    let ax = axes_of(a, axes)?;
+    let n: usize = ax.iter().map(|&i| a.shape()[i]).product();
+    let s = sum(&astype(a, dtype)?, axes, keepdims)?;
+    multiply(&s, &astype(&Array::scalar(1.0 / n as f64), dtype)?)
+}
+
+fn arg_reduce(op: ArgReduceOp, a: &Array, axis: Option<isize>, keepdims: bool) -> Result<Array> {
+    let (a, axis) = match axis {
+        Some(ax) => (a.clone(), normalize_axis(ax, a.ndim())?),
+        None => (reshape(a, &[-1])?, 0),
+    };
+    if a.ndim() == 0 || a.shape()[axis] == 0 {
+        bail!(Shape, "{op:?} needs a non-empty axis (shape {:?})", a.shape());
+    }
+    let mut shape = a.shape().to_vec();
+    shape[axis] = 1;
+    let out = Array::from_op(Primitive::ArgReduce { op, axis }, vec![a], shape, Dtype::U32);
+    squeeze_axes(out, &[axis], keepdims)
+}
+
+/// Index (uint32) of the largest element along `axis` (of the flattened array when `None`).
+pub fn argmax(a: &Array, axis: Option<isize>, keepdims: bool) -> Result<Array> {
+    arg_reduce(ArgReduceOp::ArgMax, a, axis, keepdims)
+}
+
+/// Index (uint32) of the smallest element along `axis` (of the flattened array when `None`).
+pub fn argmin(a: &Array, axis: Option<isize>, keepdims: bool) -> Result<Array> {
+    arg_reduce(ArgReduceOp::ArgMin, a, axis, keepdims)
+}

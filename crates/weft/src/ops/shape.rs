@@ -1,0 +1,190 @@
+//! Shape ops: `reshape`, `transpose`, `broadcast_to`, `slice`,
+//! `concatenate`, `expand_dims`, `squeeze`. All but `concatenate` are views.
+
+use super::astype;
+use crate::dtype::Dtype;
+use crate::primitive::Primitive;
+use crate::shape::{broadcast_shapes, normalize_axis, numel};
+use crate::{bail, Array, Result};
+
+/// Same elements in a new shape; one dimension may be `-1` (inferred).
+pub fn reshape(a: &Array, shape: &[isize]) -> Result<Array> {
+    let known: usize = shape.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
+    let mut out = Vec::with_capacity(shape.len());
+    let mut inferred = false;
+    for &d in shape {
+        if d == -1 {
+            if inferred {
+                bail!(Shape, "reshape: only one dimension can be -1, got {shape:?}");
+            }
+            inferred = true;
+            if known == 0 || a.size() % known != 0 {
+                bail!(Shape, "cannot reshape array of shape {:?} into {shape:?}", a.shape());
+            }
+            out.push(a.size() / known);
+        } else if d < 0 {
+            bail!(Shape, "reshape: invalid dimension {d} in {shape:?}");
+        } else {
+            out.push(d as usize);
+        }
+    }
+    if numel(&out) != a.size() {
+        bail!(Shape, "cannot reshape array of shape {:?} into {shape:?}", a.shape());
+    }
+    if out == a.shape() {
+        return Ok(a.clone());
+    }
+    Ok(Array::from_op(Primitive::Reshape, vec![a.clone()], out, a.dtype()))
+}
+
+/// Permutes the axes; an empty `perm` reverses them.
+pub fn transpose(a: &Array, perm: &[isize]) -> Result<Array> {
+    let perm: Vec<usize> = if perm.is_empty() {
+        (0..a.ndim()).rev().collect()
+    } else {
+        perm.iter().map(|&p| normalize_axis(p, a.ndim())).collect::<Result<_>>()?
+    };
+    let mut seen = vec![false; a.ndim()];
+    if perm.len() != a.ndim() || perm.iter().any(|&p| std::mem::replace(&mut seen[p], true)) {
+        bail!(Shape, "transpose: {perm:?} is not a permutation of the axes of shape {:?}", a.shape());
+    }
+    let shape = perm.iter().map(|&p| a.shape()[p]).collect();
+    Ok(Array::from_op(Primitive::Transpose { perm }, vec![a.clone()], shape, a.dtype()))
+}
+
+/// `a` broadcast to `shape` (a view: no copy).
+pub fn broadcast_to(a: &Array, shape: &[usize]) -> Result<Array> {
+    if a.shape() == shape {
+        return Ok(a.clone());
+    }
+    if broadcast_shapes(a.shape(), shape)? != shape {
+        bail!(Shape, "cannot broadcast shape {:?} to {shape:?}", a.shape());
+    }
+    Ok(Array::from_op(Primitive::BroadcastTo, vec![a.clone()], shape.to_vec(), a.dtype()))
+}
+
+/// One axis of a slice, with Python's meaning: `None` bounds take the whole
+/// axis in the step's direction, negative indices count from the end, out of
+/// range bounds are clamped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SliceArg {
+    pub start: Option<isize>,
+    pub stop: Option<isize>,
+    pub step: isize,
+}
+
+impl SliceArg {
+    /// The whole axis.
+    pub const ALL: SliceArg = SliceArg { start: None, stop: None, step: 1 };
+
+    pub fn new(start: Option<isize>, stop: Option<isize>, step: isize) -> SliceArg {
+        SliceArg { start, stop, step }
+    }
+
+    /// `start:stop` with step 1.
+    pub fn range(start: isize, stop: isize) -> SliceArg {
+        SliceArg { start: Some(start), stop: Some(stop), step: 1 }
+    }
+
+    /// (first index, length) of this slice on an axis of size `n`, as
+    /// Python's `slice.indices` computes it.
+    fn resolve(self, n: usize) -> Result<(usize, usize)> {
+        let (n, step) = (n as isize, self.step);
+        if step == 0 {
+            bail!(InvalidArgument, "slice step cannot be zero");
+        }
+        let clamp = |i: Option<isize>, default: isize| -> isize {
+            match i {
+                None => default,
+                Some(i) if i < 0 => {
+                    let i = i + n;
+                    if i < 0 { if step < 0 { -1 } else { 0 } } else { i }
+                }
+                Some(i) if i >= n => if step < 0 { n - 1 } else { n },
+                Some(i) => i,
+            }
+        };
+        let (start, stop) = if step > 0 {
+            (clamp(self.start, 0), clamp(self.stop, n))
+        } else {
+            (clamp(self.start, n - 1), clamp(self.stop, -1))
+        };
+        let len = if step > 0 {
+            if stop > start { (stop - start + step - 1) / step } else { 0 }
+        } else if start > stop {
+            (start - stop + (-step) - 1) / (-step)
+        } else {
+            0
+        };
+        Ok((if len == 0 { 0 } else { start as usize }, len as usize))
+    }
+}
+
+/// `a[args[0], args[1], ...]`: one [`SliceArg`] per leading axis; the
+/// remaining axes are taken whole. A view.
+pub fn slice(a: &Array, args: &[SliceArg]) -> Result<Array> {
+    if args.len() > a.ndim() {
+        bail!(Shape, "too many indices ({}) for an array of shape {:?}", args.len(), a.shape());
+    }
+    let mut start = vec![0; a.ndim()];
+    let mut step = vec![1; a.ndim()];
+    let mut shape = a.shape().to_vec();
+    for (ax, arg) in args.iter().enumerate() {
+        let (s, len) = arg.resolve(a.shape()[ax])?;
+        start[ax] = s;
+        step[ax] = arg.step;
+        shape[ax] = len;
+    }
+    if shape == a.shape() && step.iter().all(|&s| s == 1) {
+        return Ok(a.clone());
+    }
+    Ok(Array::from_op(Primitive::Slice { start, step }, vec![a.clone()], shape, a.dtype()))
+}
+
+/// Joins arrays along `axis`; dtypes are promoted to a common one.
+pub fn concatenate(arrays: &[Array], axis: isize) -> Result<Array> {
+    let Some(first) = arrays.first() else {
+        bail!(InvalidArgument, "concatenate needs at least one array");
+    };
+    let ax = normalize_axis(axis, first.ndim())?;
+    let mut shape = first.shape().to_vec();
+    let mut dtype = first.dtype();
+    for a in &arrays[1..] {
+        let same = a.ndim() == first.ndim()
+            && a.shape().iter().zip(first.shape()).enumerate().all(|(i, (x, y))| i == ax || x == y);
+        if !same {
+            bail!(
+                Shape,
+                "concatenate: shapes {:?} and {:?} differ outside axis {ax}",
+                first.shape(),
+                a.shape()
+            );
+        }
+        shape[ax] += a.shape()[ax];
+        dtype = Dtype::promote(dtype, a.dtype());
+    }
+    let inputs = arrays.iter().map(|a| astype(a, dtype)).collect::<Result<Vec<_>>>()?;
+    Ok(Array::from_op(Primitive::Concatenate { axis: ax }, inputs, shape, dtype))
+}
+
+/// Inserts a size-1 axis at `axis` (counted in the result).
+pub fn expand_dims(a: &Array, axis: isize) -> Result<Array> {
+    let ax = normalize_axis(axis, a.ndim() + 1)?;
+    let mut shape: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
+    shape.insert(ax, 1);
+    reshape(a, &shape)
+}
+
+/// Removes size-1 axes: those in `axes`, or all of them when empty.
+pub fn squeeze(a: &Array, axes: &[isize]) -> Result<Array> {
+    let axes: Vec<usize> = if axes.is_empty() {
+        (0..a.ndim()).filter(|&i| a.shape()[i] == 1).collect()
+    } else {
+        axes.iter().map(|&x| normalize_axis(x, a.ndim())).collect::<Result<_>>()?
+    };
+    if let Some(&ax) = axes.iter().find(|&&ax| a.shape()[ax] != 1) {
+        bail!(Shape, "cannot squeeze axis {ax} of size {} (shape {:?})", a.shape()[ax], a.shape());
+    }
+    let shape: Vec<isize> = (0..a.ndim()).filter(|i| !axes.contains(i)).map(|i| a.shape()[i] as isize).collect();
+    reshape(a, &shape)
+}

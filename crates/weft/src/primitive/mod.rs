@@ -1,0 +1,124 @@
+//! Primitives: what a graph node computes. Ops (in `ops/`) build nodes that
+//! hold one of these; backends (`backend/cpu`, `backend/cuda`) run them, each
+//! primitive under the same name in each backend.
+
+pub mod view;
+
+use crate::dtype::Dtype;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Neg,
+    Abs,
+    Exp,
+    Log,
+    Sqrt,
+    Rsqrt,
+    Tanh,
+    Sigmoid,
+    Sin,
+    Cos,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Maximum,
+    Minimum,
+    Equal,
+    NotEqual,
+    Less,
+    LessEqual,
+    Greater,
+    GreaterEqual,
+}
+
+impl BinaryOp {
+    /// Comparisons produce `bool`; everything else the (promoted) input type.
+    pub fn is_comparison(self) -> bool {
+        use BinaryOp::*;
+        matches!(self, Equal | NotEqual | Less | LessEqual | Greater | GreaterEqual)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    Max,
+    Min,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArgReduceOp {
+    ArgMax,
+    ArgMin,
+}
+
+/// One node's computation. Shapes and dtypes of the output are fixed by the
+/// op that built the node; a primitive carries only what the kernel needs
+/// beyond its inputs and the output's shape and dtype.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Primitive {
+    /// Elementwise on one input of the output's dtype.
+    Unary(UnaryOp),
+    /// Elementwise on two inputs of one dtype, broadcast to the output shape.
+    Binary(BinaryOp),
+    /// `where(cond, x, y)`: three inputs (bool, T, T) broadcast to the output.
+    Select,
+    /// Converts the input to the output's dtype.
+    AsType,
+    /// Reduces `axes` (sorted, unique) of the input; the output keeps them as size 1.
+    Reduce { op: ReduceOp, axes: Vec<usize> },
+    /// Index (`uint32`) of the max/min along `axis`; the output keeps it as size 1.
+    ArgReduce { op: ArgReduceOp, axis: usize },
+    /// Batched matrix product of two inputs already broadcast to matching
+    /// batch dimensions: `[..., M, K] @ [..., K, N]`.
+    Matmul,
+    /// Same elements, new shape (a view when the input is contiguous).
+    Reshape,
+    /// Axes permuted (a view).
+    Transpose { perm: Vec<usize> },
+    /// Input broadcast to the output shape (a view).
+    BroadcastTo,
+    /// `input[start::step]` per axis, cut to the output's shape; steps may be
+    /// negative (a view).
+    Slice { start: Vec<usize>, step: Vec<isize> },
+    /// Inputs joined along `axis`.
+    Concatenate { axis: usize },
+    /// `start + i * step` for `i` in `0..n`, in the output's dtype (no inputs).
+    Arange { start: f64, step: f64 },
+    /// A contiguous copy of the input.
+    Copy,
+}
+
+impl Primitive {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Primitive::Unary(_) => "Unary",
+            Primitive::Binary(_) => "Binary",
+            Primitive::Select => "Select",
+            Primitive::AsType => "AsType",
+            Primitive::Reduce { .. } => "Reduce",
+            Primitive::ArgReduce { .. } => "ArgReduce",
+            Primitive::Matmul => "Matmul",
+            Primitive::Reshape => "Reshape",
+            Primitive::Transpose { .. } => "Transpose",
+            Primitive::BroadcastTo => "BroadcastTo",
+            Primitive::Slice { .. } => "Slice",
+            Primitive::Concatenate { .. } => "Concatenate",
+            Primitive::Arange { .. } => "Arange",
+            Primitive::Copy => "Copy",
+        }
+    }
+}
+
+/// What a kernel is told about the array it produces.
+#[derive(Clone, Copy, Debug)]
+pub struct OutSpec<'a> {
+    pub shape: &'a [usize],
+    pub dtype: Dtype,
+}

@@ -1,0 +1,191 @@
+//! Shapes, strides and broadcasting: the arithmetic every op and kernel shares.
+
+use crate::{bail, Result};
+
+/// Row-major strides (in elements) of a contiguous array of `shape`.
+pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
+    let mut strides = vec![0isize; shape.len()];
+    let mut acc = 1isize;
+    for (s, &d) in strides.iter_mut().zip(shape).rev() {
+        *s = acc;
+        acc *= d.max(1) as isize;
+    }
+    strides
+}
+
+/// Number of elements of `shape`.
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// NumPy broadcasting of two shapes.
+pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        out[i] = match (da, db) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => bail!(Shape, "shapes {a:?} and {b:?} cannot be broadcast together"),
+        };
+    }
+    Ok(out)
+}
+
+/// Turns a possibly negative `axis` of an `ndim`-dimensional array into an index.
+pub fn normalize_axis(axis: isize, ndim: usize) -> Result<usize> {
+    let n = ndim as isize;
+    if axis < -n || axis >= n {
+        bail!(InvalidArgument, "axis {axis} is out of bounds for an array with {ndim} dimensions");
+    }
+    Ok(if axis < 0 { (axis + n) as usize } else { axis as usize })
+}
+
+/// How an array's elements sit in its buffer: shape, element strides and an
+/// offset.
+///
+/// Views (transpose, broadcast, slice, reshape of contiguous data) share a
+/// buffer and differ only in layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub shape: Vec<usize>,
+    pub strides: Vec<isize>,
+    pub offset: usize,
+}
+
+impl Layout {
+    pub fn contiguous(shape: &[usize]) -> Layout {
+        Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset: 0 }
+    }
+
+    pub fn numel(&self) -> usize {
+        numel(&self.shape)
+    }
+
+    /// Row-major contiguous: element `i` of the array is element `offset + i` of the buffer.
+    pub fn is_contiguous(&self) -> bool {
+        let mut acc = 1isize;
+        for (&d, &s) in self.shape.iter().zip(&self.strides).rev() {
+            if d != 1 && s != acc {
+                return false;
+            }
+            acc *= d as isize;
+        }
+        true
+    }
+
+    /// Every element reads the same buffer slot.
+    pub fn is_scalar_broadcast(&self) -> bool {
+        self.shape.iter().zip(&self.strides).all(|(&d, &s)| d == 1 || s == 0)
+    }
+
+    /// This layout seen through broadcasting to `out` (a shape it broadcasts to).
+    pub fn broadcast_to(&self, out: &[usize]) -> Layout {
+        let pad = out.len() - self.shape.len();
+        let mut strides = vec![0isize; out.len()];
+        for (i, (&d, &s)) in self.shape.iter().zip(&self.strides).enumerate() {
+            strides[pad + i] = if d == 1 && out[pad + i] != 1 { 0 } else { s };
+        }
+        Layout { shape: out.to_vec(), strides, offset: self.offset }
+    }
+
+    pub fn permute(&self, perm: &[usize]) -> Layout {
+        Layout {
+            shape: perm.iter().map(|&p| self.shape[p]).collect(),
+            strides: perm.iter().map(|&p| self.strides[p]).collect(),
+            offset: self.offset,
+        }
+    }
+
+    /// This layout viewed as `new_shape` without copying, if possible.
+    pub fn reshape(&self, new_shape: &[usize]) -> Option<Layout> {
+        self.is_contiguous().then(|| Layout {
+            shape: new_shape.to_vec(),
+            strides: contiguous_strides(new_shape),
+            offset: self.offset,
+        })
+    }
+}
+
+/// Calls `f(outer_offsets, inner_len)` for each innermost row of an
+/// iteration over `shape`, where `outer_offsets[k]` is the element offset of
+/// the row's first element in operand `k` (whose strides are `strides[k]`).
+/// Inner strides are `strides[k][last]`. A zero-dimensional shape is one row
+/// of length 1.
+pub fn for_each_row<const K: usize>(
+    shape: &[usize],
+    strides: [&[isize]; K],
+    offsets: [usize; K],
+    mut f: impl FnMut([isize; K], usize),
+) {
+    let nd = shape.len();
+    if nd == 0 {
+        f(offsets.map(|o| o as isize), 1);
+        return;
+    }
+    if shape.contains(&0) {
+        return;
+    }
+    let inner = shape[nd - 1];
+    let mut idx = vec![0usize; nd - 1];
+    let mut base: [isize; K] = offsets.map(|o| o as isize);
+    loop {
+        f(base, inner);
+        // Advance the multi-index over the outer dimensions, odometer style.
+        let mut d = nd - 1;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            for k in 0..K {
+                base[k] += strides[k][d];
+            }
+            if idx[d] < shape[d] {
+                break;
+            }
+            for k in 0..K {
+                base[k] -= strides[k][d] * shape[d] as isize;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcasting() {
+        assert_eq!(broadcast_shapes(&[3, 1], &[4]).unwrap(), vec![3, 4]);
+        assert_eq!(broadcast_shapes(&[], &[2, 2]).unwrap(), vec![2, 2]);
+        let e = broadcast_shapes(&[3, 2], &[4]).unwrap_err();
+        assert!(e.to_string().contains("[3, 2]") && e.to_string().contains("[4]"));
+    }
+
+    #[test]
+    fn rows_visit_every_element_once() {
+        let l = Layout::contiguous(&[2, 3, 4]).permute(&[2, 0, 1]);
+        assert_eq!(l.shape, vec![4, 2, 3]);
+        let mut seen = vec![0; 24];
+        for_each_row(&l.shape, [&l.strides], [0], |[o], n| {
+            for i in 0..n {
+                seen[(o + i as isize * l.strides[2]) as usize] += 1;
+            }
+        });
+        assert!(seen.iter().all(|&c| c == 1));
+    }
+
+    #[test]
+    fn contiguity() {
+        let l = Layout::contiguous(&[2, 3]);
+        assert!(l.is_contiguous());
+        assert!(!l.permute(&[1, 0]).is_contiguous());
+        assert_eq!(Layout::contiguous(&[1, 3]).broadcast_to(&[4, 3]).strides, vec![0, 1]);
+    }
+}
