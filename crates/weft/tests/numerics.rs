@@ -458,7 +458,10 @@ fn argmax_nan_counts_as_extremum() {
 #[test]
 fn large_reductions_match_reference() {
     let mut rng = Rng::new(9);
-    let cases: [(&[usize], &[isize], View); 9] = [
+    let cases: [(&[usize], &[isize], View); 11] = [
+        // Many column outputs: split over outputs, chunks cutting across rows.
+        (&[2, 3, 9001], &[1], View::Contiguous),
+        (&[2, 3, 9001], &[0, 1], View::Transposed),
         (&[300, 257], &[1], View::Contiguous),
         (&[300, 257], &[0], View::Contiguous),
         (&[300, 257], &[], View::Transposed),
@@ -494,6 +497,8 @@ fn large_reductions_match_reference() {
         (&[300, 257], None, View::Contiguous),
         (&[40000, 3], Some(0), View::Contiguous),
         (&[3, 40000], Some(1), View::Strided),
+        (&[2, 3, 9001], Some(1), View::Contiguous),
+        (&[2, 3, 9001], Some(2), View::Broadcast),
     ] {
         let (a, r) = sample(&mut rng, shape, Dtype::F32, Kind::Any, view);
         let (r2, ax) = match axis {
