@@ -290,10 +290,9 @@ def test_memory_limit_raises_runtime_error():
 
 
 def test_memory_counters():
-    base = mx.get_active_memory()
     x = mx.exp(mx.zeros((1 << 18,)))
     mx.eval(x)
-    assert mx.get_active_memory() >= base + 4 * (1 << 18)
+    assert mx.get_active_memory() >= 4 * (1 << 18)
     assert mx.get_peak_memory() >= mx.get_active_memory()
     del x
     assert mx.get_cache_memory() == 0

@@ -216,7 +216,9 @@ pub fn stack(arrays: &[Array], axis: isize) -> PyResult<Array> {
 fn from_numpy(ob: &Bound<'_, PyAny>) -> PyResult<Array> {
     let py = ob.py();
     let np = py.import("numpy")?;
-    let mut arr = np.call_method1("ascontiguousarray", (ob,))?;
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("order", "C")?;
+    let mut arr = np.call_method("asarray", (ob,), Some(&kwargs))?;
     let name: String = arr.getattr("dtype")?.getattr("name")?.extract()?;
     let widened = match name.as_str() {
         "int8" | "int16" => Some("int32"),

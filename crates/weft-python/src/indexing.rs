@@ -26,13 +26,14 @@ fn parse(ob: &Bound<'_, PyAny>) -> PyResult<Index> {
         let get = |name: &str| -> PyResult<Option<isize>> { s.getattr(name)?.extract() };
         return Ok(Index::Slice(SliceArg::new(get("start")?, get("stop")?, get("step")?.unwrap_or(1))));
     }
-    if ob.is_instance_of::<PyArray>() || ob.is_instance_of::<pyo3::types::PyList>() || ob.hasattr("__array_interface__")? {
-        return Err(PyNotImplementedError::new_err("indexing with arrays is not implemented in weft yet"));
-    }
-    if !ob.is_instance_of::<PyBool>() {
+    // Python and NumPy integers (anything with `__index__`), not bools.
+    if !ob.is_instance_of::<PyBool>() && !ob.is_instance_of::<PyArray>() {
         if let Ok(i) = ob.extract::<isize>() {
             return Ok(Index::Int(i));
         }
+    }
+    if ob.is_instance_of::<PyArray>() || ob.is_instance_of::<pyo3::types::PyList>() || ob.hasattr("__array_interface__")? {
+        return Err(PyNotImplementedError::new_err("indexing with arrays is not implemented in weft yet"));
     }
     Err(PyTypeError::new_err(format!(
         "indices must be ints, slices, None or Ellipsis, not {}",
