@@ -21,7 +21,7 @@ use crate::backend::{new_encoder, Encoder};
 use crate::buffer::Data;
 use crate::primitive::{OutSpec, Primitive};
 use crate::stream::Stream;
-use crate::sync::{lock, wait};
+use crate::sync::{lock_std as lock, wait_std as wait};
 use crate::{Error, Result};
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -164,6 +164,8 @@ impl Queue {
                 catch_unwind(AssertUnwindSafe(|| self.encoder.run(&prim, &data, out)))
                     .unwrap_or_else(|p| Err(Error::Kernel(panic_message(&prim, p))))
             });
+        let position = lock(&self.inner).completed;
+        node.0.exec_position.store(position, Ordering::Release);
         node.0.state.complete(result);
         // Detach (rule 7): the inputs' buffers are released as soon as this
         // consumer is done with them.
