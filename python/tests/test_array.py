@@ -309,6 +309,8 @@ def test_repr():
     assert repr(mx.array([True, False])) == "array([True, False], dtype=bool)"
     assert repr(mx.array([[1, 2], [3, 4]])) == "array([[1, 2],\n       [3, 4]], dtype=int32)"
     assert repr(mx.array([1.0, 2.5])) == "array([1, 2.5], dtype=float32)"
+    assert repr(mx.array([0.1, -2.0], mx.float16)) == "array([0.1, -2], dtype=float16)"
+    assert repr(mx.array([0.1], mx.bfloat16)) == "array([0.1], dtype=bfloat16)"
     big = repr(mx.arange(5000))
     assert "..." in big and big.startswith("array([0, 1, 2, ..., 4997, 4998, 4999]")
 

@@ -158,6 +158,8 @@ def test_eye():
     for n, m, k in [(3, None, 0), (3, 5, 1), (4, 2, -1), (3, 3, 5)]:
         check(mx.eye(n, m, k), np.eye(n, m, k))
     assert mx.eye(2, dtype=mx.int32).dtype == mx.int32
+    with pytest.raises(ValueError):
+        mx.eye(-1)
 
 
 def test_shape_ops():

@@ -382,8 +382,12 @@ pub fn arange(
 /// An `n x m` matrix with ones on diagonal `k`.
 #[pyfunction]
 #[pyo3(signature = (n, m = None, k = 0, dtype = PyDtype(Dtype::F32), *, stream = None))]
-pub fn eye(n: usize, m: Option<usize>, k: isize, dtype: PyDtype, stream: Stream) -> PyResult<PyArray> {
-    on_stream(&stream, || ops::eye(n, m.unwrap_or(n), k, dtype.0).py().map(PyArray::from))
+pub fn eye(n: isize, m: Option<isize>, k: isize, dtype: PyDtype, stream: Stream) -> PyResult<PyArray> {
+    let m = m.unwrap_or(n);
+    if n < 0 || m < 0 {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("eye: negative dimensions ({n}, {m})")));
+    }
+    on_stream(&stream, || ops::eye(n as usize, m as usize, k, dtype.0).py().map(PyArray::from))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -25,8 +25,15 @@ fn element<T: Element>(v: T, dtype: Dtype) -> String {
     if f.is_infinite() {
         return if f > 0.0 { "inf" } else { "-inf" }.into();
     }
-    // The shortest text that reads back as the array's own precision.
-    let s = if dtype == Dtype::F64 { format!("{f:?}") } else { format!("{:?}", f as f32) };
+    // The shortest text that reads back as the same element.
+    let s = match dtype {
+        Dtype::F64 => format!("{f:?}"),
+        Dtype::F32 => format!("{:?}", f as f32),
+        _ => (0..8)
+            .map(|p| format!("{f:.p$e}").parse::<f64>().unwrap_or(f))
+            .find(|&g| T::from_f64(g).to_f64() == f)
+            .map_or_else(|| format!("{f:?}"), |g| format!("{g:?}")),
+    };
     s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
 }
 
