@@ -191,3 +191,39 @@ def test_short_lived_threads_do_not_leak_os_threads():
     run_threads(200)
     after = os_threads()
     assert after - before <= 2, (before, after)
+
+
+def test_threads_extend_and_evaluate_a_shared_lazy_graph():
+    x = rng.standard_normal((128,)).astype(np.float32)
+    shared = mx.sin(mx.array(x)) * 2  # lazy, used by every thread
+    shared_np = np.sin(x) * np.float32(2)
+    results, errors = {}, []
+    barrier = threading.Barrier(8)
+
+    def run(k):
+        try:
+            barrier.wait()
+            s = mx.new_stream(mx.cpu) if k % 2 else None
+            outs = []
+            for j in range(20):
+                if s is not None:
+                    with mx.stream(s):
+                        y = mx.maximum(shared + (k * 20 + j), 0.0)
+                else:
+                    y = mx.maximum(shared + (k * 20 + j), 0.0)
+                if j % 3 == 0:
+                    mx.async_eval(y)
+                outs.append(y)
+            results[k] = [np.array(y) for y in outs]
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for k, outs in results.items():
+        for j, out in enumerate(outs):
+            np.testing.assert_allclose(out, np.maximum(shared_np + np.float32(k * 20 + j), 0), rtol=1e-6)

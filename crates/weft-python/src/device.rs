@@ -232,9 +232,10 @@ fn new_thread_local_stream(device: DeviceArg) -> PyResult<PyStream> {
     Stream::new_thread_local(device.0).py().map(PyStream)
 }
 
-/// In weft every stream is safe to use from any thread: this is `new_stream`.
-#[pyfunction]
-fn new_thread_unsafe_stream(device: DeviceArg) -> PyResult<PyStream> {
+/// `new_thread_unsafe_stream`: in weft every stream is safe to use from any
+/// thread, so this is `new_stream`.
+#[pyfunction(name = "new_thread_unsafe_stream")]
+fn new_shared_stream(device: DeviceArg) -> PyResult<PyStream> {
     new_stream(device)
 }
 
@@ -264,7 +265,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_default_stream, m)?)?;
     m.add_function(wrap_pyfunction!(new_stream, m)?)?;
     m.add_function(wrap_pyfunction!(new_thread_local_stream, m)?)?;
-    m.add_function(wrap_pyfunction!(new_thread_unsafe_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(new_shared_stream, m)?)?;
     m.add_function(wrap_pyfunction!(synchronize, m)?)?;
     Ok(())
 }
