@@ -226,4 +226,4 @@ def test_threads_extend_and_evaluate_a_shared_lazy_graph():
     assert not errors
     for k, outs in results.items():
         for j, out in enumerate(outs):
-            np.testing.assert_allclose(out, np.maximum(shared_np + np.float32(k * 20 + j), 0), rtol=1e-6)
+            np.testing.assert_allclose(out, np.maximum(shared_np + np.float32(k * 20 + j), 0), rtol=1e-6, atol=1e-6)
