@@ -208,7 +208,48 @@ def test_concatenate_and_stack():
         mx.concatenate([])
 
 
-# --- reductions and matmul: need the CPU kernels of the kernels branch ---
+# --- reductions and matmul: graphs (shapes, dtypes, argument errors) ---
+
+
+def test_reduction_and_matmul_graphs():
+    x = np.zeros((3, 4, 5), np.float32)
+    a = mx.array(x)
+    for axis in [None, 0, -1, (0, 2), [1], []]:
+        for keepdims in [False, True]:
+            np_axis = tuple(axis) if isinstance(axis, list) else axis
+            for name in ["sum", "mean", "max", "min"]:
+                want = getattr(np, name)(x, axis=np_axis, keepdims=keepdims).shape
+                assert getattr(mx, name)(a, axis=axis, keepdims=keepdims).shape == want, (name, axis)
+                assert getattr(a, name)(axis, keepdims).shape == want
+    for name in ["argmax", "argmin"]:
+        assert getattr(mx, name)(a).shape == ()
+        assert getattr(mx, name)(a, 1).shape == (3, 5)
+        assert getattr(a, name)(axis=-1, keepdims=True).shape == (3, 4, 1)
+        assert getattr(mx, name)(a).dtype == mx.uint32
+        with pytest.raises(ValueError):
+            getattr(mx, name)(a, 3)
+    for name in ["sum", "mean", "max", "min"]:
+        with pytest.raises(ValueError):
+            getattr(mx, name)(a, axis=3)
+        with pytest.raises(ValueError):
+            getattr(mx, name)(a, axis=(0, 0))
+    assert mx.sum(mx.array([True])).dtype == mx.int32
+    assert mx.mean(mx.array([1])).dtype == mx.float32
+    assert mx.max(mx.array([1], mx.uint8)).dtype == mx.uint8
+    shapes = [((3, 4), (4, 5), (3, 5)), ((2, 3, 4), (4, 2), (2, 3, 2)), ((4,), (4, 3), (3,)), ((3, 4), (4,), (3,))]
+    for sa, sb, want in shapes:
+        assert mx.matmul(mx.zeros(sa), mx.zeros(sb)).shape == want
+    assert (mx.zeros((2, 1, 3, 4)) @ mx.zeros((5, 4, 2))).shape == (2, 5, 3, 2)
+    assert mx.matmul(mx.zeros((2, 2), mx.float16), mx.zeros((2, 2), mx.float16)).dtype == mx.float16
+    with pytest.raises(ValueError):
+        mx.matmul(mx.zeros((2, 3)), mx.zeros((4, 2)))
+    with pytest.raises(ValueError):
+        mx.matmul(mx.zeros((2, 3)), mx.array(1.0))
+    with pytest.raises(ValueError):
+        mx.matmul(mx.zeros((2, 2), mx.int32), mx.zeros((2, 2), mx.int32))
+
+
+# --- reductions and matmul: values (need the CPU kernels of the kernels branch) ---
 
 
 @pytest.mark.parametrize("name", ["sum", "mean", "max", "min"])
