@@ -235,13 +235,25 @@ fn from_numpy(ob: &Bound<'_, PyAny>) -> PyResult<Array> {
     let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
     let bytes = arr.call_method0("tobytes")?;
     let bytes = bytes.cast::<PyBytes>()?.as_bytes();
-    let a = with_dtype!(dtype, T => Array::from_vec(from_bytes::<T>(bytes), &shape).py()?);
+    let a = with_dtype!(dtype, T => Array::from_vec(copy_detached(py, bytes, from_bytes::<T>), &shape).py()?);
     if dtype == Dtype::F64 {
         let a = ops::astype(&a, Dtype::F32).py()?;
         py.detach(|| a.eval()).map_err(eval_error)?;
         return Ok(a);
     }
     Ok(a)
+}
+
+/// `f(bytes)` with the GIL released.
+fn copy_detached<R: Send>(py: Python<'_>, bytes: &[u8], f: fn(&[u8]) -> R) -> R {
+    let (ptr, len) = (bytes.as_ptr() as usize, bytes.len());
+    py.detach(move || {
+        // SAFETY: `bytes` is the buffer of a Python `bytes` object the caller
+        // holds a reference to for the whole call, and `bytes` objects are
+        // immutable: the memory stays valid and unchanged without the GIL.
+        let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+        f(bytes)
+    })
 }
 
 /// Elements of type `T` copied out of native-endian `bytes`.
@@ -315,7 +327,17 @@ pub fn to_numpy<'py>(py: Python<'py>, a: &Array) -> PyResult<Bound<'py, PyAny>> 
         ));
     }
     let np = py.import("numpy")?;
-    let bytes = with_dtype!(a.dtype(), T => PyByteArray::new(py, as_bytes(&read::<T>(py, a)?)));
+    let bytes = with_dtype!(a.dtype(), T => {
+        let v = read::<T>(py, a)?;
+        let src = as_bytes(&v);
+        let out = PyByteArray::new_with(py, src.len(), |_| Ok(()))?;
+        let (dst, src, n) = (out.data() as usize, src.as_ptr() as usize, src.len());
+        // SAFETY: `out` was just made here and no Python code has seen it, so
+        // nothing can resize or read it while the GIL is released; it holds
+        // `n` bytes, as `v` (alive until the end of this block) does.
+        py.detach(move || unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) });
+        out
+    });
     let flat = np.call_method1("frombuffer", (bytes, a.dtype().name()))?;
     flat.call_method1("reshape", (PyTuple::new(py, a.shape())?,))
 }
