@@ -10,6 +10,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 
 import weft.core as mx
 
@@ -227,3 +228,43 @@ def test_threads_extend_and_evaluate_a_shared_lazy_graph():
     for k, outs in results.items():
         for j, out in enumerate(outs):
             np.testing.assert_allclose(out, np.maximum(shared_np + np.float32(k * 20 + j), 0), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("read", ["eval", "item", "numpy", "synchronize"])
+def test_gil_is_released_while_evaluating(read):
+    # With a huge switch interval Python never takes the GIL from a running
+    # thread: the main thread can only run while the worker is blocked with
+    # the GIL released, which weft must do while it evaluates and waits.
+    main_ran, worker_saw = [], []
+    started = threading.Event()
+    s = mx.new_stream(mx.cpu)
+
+    def worker():
+        started.set()
+        for i in range(400):
+            with mx.stream(s):
+                y = mx.exp(mx.full((1 << 18,), float(i) / 1000.0)) + 1
+            if read == "eval":
+                mx.eval(y)
+            elif read == "item":
+                y[5].item()
+            elif read == "numpy":
+                np.array(y)
+            else:
+                mx.async_eval(y)
+                mx.synchronize(s)
+            if main_ran:
+                break
+        worker_saw.append(bool(main_ran))
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1000.0)
+    try:
+        t = threading.Thread(target=worker)
+        t.start()
+        started.wait()
+        main_ran.append(True)
+        t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert worker_saw == [True]
