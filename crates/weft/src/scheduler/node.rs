@@ -169,7 +169,7 @@ mod tests {
 }
 
 /// Model checks of the state machine: run with
-/// `RUSTFLAGS="--cfg loom" cargo test -p weft --lib --release loom`.
+/// `RUSTFLAGS="--cfg loom" cargo test -p weft --lib loom`.
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;

@@ -43,11 +43,18 @@ pub fn kernels_run() -> u64 {
     KERNELS_RUN.load(Ordering::Relaxed)
 }
 
-/// The worker pool every queue runs on: one thread per core, created once.
+/// The worker pool every queue runs on: one thread per core (or
+/// `WEFT_NUM_THREADS`), created once.
 pub(crate) fn pool() -> &'static rayon::ThreadPool {
     static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
     POOL.get_or_init(|| {
+        let threads = std::env::var("WEFT_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(0); // rayon's default: one per core
         rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
             .thread_name(|i| format!("weft-worker-{i}"))
             // Kernels' panics are caught per task; this only guards the pool.
             .panic_handler(|_| {})
