@@ -1,8 +1,5 @@
 """Module-level ops compared with NumPy on random inputs, their argument
-handling (axes, shapes, dtypes, stream=) and their exception types.
-
-Reductions (sum/mean/max/min/argmax/argmin) and matmul need the CPU kernels
-of the kernels branch: until it is merged they raise RuntimeError at eval."""
+handling (axes, shapes, dtypes, stream=) and their exception types."""
 
 import numpy as np
 import pytest
@@ -249,7 +246,7 @@ def test_reduction_and_matmul_graphs():
         mx.matmul(mx.zeros((2, 2), mx.int32), mx.zeros((2, 2), mx.int32))
 
 
-# --- reductions and matmul: values (need the CPU kernels of the kernels branch) ---
+# --- reductions and matmul: values ---
 
 
 @pytest.mark.parametrize("name", ["sum", "mean", "max", "min"])
