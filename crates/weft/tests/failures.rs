@@ -71,5 +71,11 @@ fn intermediates_are_freed_once_consumed() {
     assert!(held > want - 4096, "holding {held} bytes: the output went missing");
     assert_eq!(d.to_vec::<f32>().unwrap()[n - 1], 2.0);
     drop((a, d));
-    assert!(weft::active_memory() <= before + 4096);
+    // The worker that ran `d` may hold its node for a moment after
+    // publishing the result; the memory goes when it lets go.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while weft::active_memory() > before + 4096 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(weft::active_memory() <= before + 4096, "buffers outlived their arrays");
 }
