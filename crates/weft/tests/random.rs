@@ -112,3 +112,23 @@ fn default_keys_follow_the_seed_on_every_thread() {
     random::seed(43);
     assert_ne!(draw(), a1);
 }
+
+#[test]
+fn categorical_follows_the_softmax() {
+    let logits = [0.0f32, 1.0, 2.0, -1.0];
+    let z: f64 = logits.iter().map(|&l| (l as f64).exp()).sum();
+    let n = 40_000;
+    // n rows of the same logits, sampled along the last axis.
+    let rows = weft::ops::broadcast_to(&Array::from_slice(&logits, &[1, 4]).unwrap(), &[n, 4]).unwrap();
+    let s = random::categorical(&rows, -1, Some(&random::key(6))).unwrap();
+    assert_eq!(s.shape(), &[n]);
+    let mut counts = [0usize; 4];
+    for &i in &s.to_vec::<u32>().unwrap() {
+        counts[i as usize] += 1;
+    }
+    for (i, &c) in counts.iter().enumerate() {
+        let p = (logits[i] as f64).exp() / z;
+        let f = c as f64 / n as f64;
+        assert!((f - p).abs() < 4.0 * (p * (1.0 - p) / n as f64).sqrt() + 1e-3, "class {i}: {f} vs {p}");
+    }
+}
