@@ -157,7 +157,7 @@ impl Array {
                 T::DTYPE
             )));
         }
-        let data = self.data()?;
+        let data = crate::backend::host_data(&self.data()?)?;
         Ok(cpu::to_vec::<T>(&data))
     }
 
