@@ -196,7 +196,7 @@ pub(crate) fn from_double(d: Dtype, x: &str) -> String {
         Dtype::I32 => format!("sat_i32({x})"),
         Dtype::I64 => format!("sat_i64({x})"),
         Dtype::F16 => format!("d2h({x})"),
-        Dtype::BF16 => format!("f2bf((float)({x}))"),
+        Dtype::BF16 => format!("d2bf({x})"),
         Dtype::F32 => format!("((float)({x}))"),
         Dtype::F64 => format!("({x})"),
     }
@@ -226,6 +226,13 @@ __device__ __forceinline__ unsigned short f2bf(float x) {
   if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (unsigned short)(u >> 16);
+}
+// double -> bfloat16 in one rounding: to float rounding toward zero with a
+// sticky low bit (round to odd), then to nearest even.
+__device__ __forceinline__ unsigned short d2bf(double x) {
+  float f = __double2float_rz(x);
+  if (f == f && (double)f != x) f = __uint_as_float(__float_as_uint(f) | 1u);
+  return f2bf(f);
 }
 __device__ __forceinline__ unsigned char sat_u8(double x) { return x != x ? 0 : x <= 0.0 ? 0 : x >= 255.0 ? 255 : (unsigned char)x; }
 __device__ __forceinline__ unsigned int sat_u32(double x) { return x != x ? 0u : x <= 0.0 ? 0u : x >= 4294967295.0 ? 4294967295u : (unsigned int)x; }
