@@ -23,6 +23,9 @@ use std::sync::Arc;
 /// Threads per block of the elementwise and reduction kernels.
 pub(crate) const BLOCK: u32 = 256;
 
+/// Elements per thread in the vectorized elementwise path.
+const VEC: usize = 4;
+
 pub(crate) struct CompiledModule {
     module: Arc<CudaModule>,
 }
@@ -241,6 +244,7 @@ __device__ __forceinline__ long long sat_i64(double x) { return x != x ? 0ll : x
 template <typename T> __device__ __forceinline__ T max_nan(T a, T b) { return (a != a) ? a : ((b != b) ? b : ((b > a) ? b : a)); }
 template <typename T> __device__ __forceinline__ T min_nan(T a, T b) { return (a != a) ? a : ((b != b) ? b : ((b < a) ? b : a)); }
 template <typename U> __device__ __forceinline__ U ipow(U b, unsigned int e) { U r = 1; while (e) { if (e & 1u) r *= b; b *= b; e >>= 1; } return r; }
+template <typename T> struct alignas(4 * sizeof(T)) Vec { T v[4]; };
 __device__ __forceinline__ float inf_f() { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ double inf_d() { return __longlong_as_double(0x7ff0000000000000ll); }
 "#;
@@ -329,7 +333,17 @@ pub(crate) fn elementwise_into(
         (Vec::new(), Vec::new())
     };
     let nd = dims.len();
+    // Contiguous operands aligned for whole groups of VEC elements: each
+    // thread moves VEC elements with wide loads and stores.
+    let aligned = |ptr: u64, d: Dtype| ptr % (VEC * d.size()) as u64 == 0;
+    let vector = !any_strided
+        && n >= VEC
+        && aligned(dest.ptr, dest.dtype)
+        && inputs.iter().zip(&modes).all(|(o, m)| *m == Mode::Scalar || aligned(o.ptr, o.dtype));
     let mut key = format!("ew|{tag}|{}|{}", short(dest.dtype), if out_mode == Mode::Strided { 's' } else { 'c' });
+    if vector {
+        key.push_str("|v");
+    }
     for (o, m) in inputs.iter().zip(&modes) {
         let _ = write!(key, "|{}{}", short(o.dtype), match m {
             Mode::Contiguous => 'c',
@@ -348,7 +362,29 @@ pub(crate) fn elementwise_into(
         }
         let _ = writeln!(s, ", long long n, P p) {{");
         s.push_str("  long long step = (long long)blockDim.x * gridDim.x;\n");
-        s.push_str("  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {\n");
+        s.push_str("  long long first = 0;\n");
+        if vector {
+            let _ = writeln!(s, "  long long nv = n / {VEC};");
+            s.push_str("  for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < nv; q += step) {\n");
+            for (i, (o, m)) in inputs.iter().zip(&modes).enumerate() {
+                let t = ctype(o.dtype);
+                match m {
+                    Mode::Scalar => { let _ = writeln!(s, "    {t} x{i} = in{i}[0];"); }
+                    _ => { let _ = writeln!(s, "    Vec<{t}> v{i} = ((const Vec<{t}>*)in{i})[q];"); }
+                }
+            }
+            let _ = writeln!(s, "    Vec<{}> r;", ctype(dest.dtype));
+            let _ = writeln!(s, "    #pragma unroll\n    for (int e = 0; e < {VEC}; ++e) {{");
+            for (i, (o, m)) in inputs.iter().zip(&modes).enumerate() {
+                if *m != Mode::Scalar {
+                    let _ = writeln!(s, "      {} x{i} = v{i}.v[e];", ctype(o.dtype));
+                }
+            }
+            let _ = writeln!(s, "      r.v[e] = {expr};\n    }}");
+            let _ = writeln!(s, "    ((Vec<{}>*)out)[q] = r;\n  }}", ctype(dest.dtype));
+            let _ = writeln!(s, "  first = nv * {VEC};");
+        }
+        s.push_str("  for (long long i = first + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {\n");
         if any_strided {
             // Operand k's strides are p.v[nd * (k + 1) ..]; operand 0 is the output.
             s.push_str("    long long r = i;\n");
@@ -387,7 +423,8 @@ pub(crate) fn elementwise_into(
         p.extend(s.iter().map(|&x| x as i64));
     }
     args.params(&p);
-    k.launch(&f, (k.grid_for(n), 1, 1), BLOCK, 0, &mut args)
+    let grid = k.grid_for(if vector { n / VEC } else { n });
+    k.launch(&f, (grid, 1, 1), BLOCK, 0, &mut args)
 }
 
 /// `elementwise_into` a fresh contiguous buffer of `dtype` and `shape`.
