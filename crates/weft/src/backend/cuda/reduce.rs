@@ -174,8 +174,9 @@ fn run(k: &mut Launcher<'_>, s: &Spec, a: &Operand, axes: &[usize], two_pass: Op
     };
     let sms = k.gpu.sm_count as usize;
     let parts = match (v, two_pass) {
-        (Variant::BlockPerOutput, Some(_)) if nout < 2 * sms && r >= 1 << 16 => {
-            ((8 * sms) / nout).clamp(1, (r / 4096).max(1)).min(65535)
+        // Chunks of at least 2048 elements, about 8 blocks per SM in all.
+        (Variant::BlockPerOutput, Some(_)) if nout < 2 * sms && r >= 1 << 14 => {
+            ((8 * sms) / nout).clamp(1, (r / 2048).max(1)).min(65535)
         }
         _ => 1,
     };
