@@ -38,6 +38,8 @@ pub(crate) struct Node {
     /// its task when queued.
     pub(crate) graph: Mutex<Option<Graph>>,
     pub(crate) state: NodeState<Result<Data>>,
+    /// Position of the node's task in its queue's execution order, once run.
+    pub(crate) exec_position: AtomicU64,
 }
 
 pub(crate) struct Graph {
@@ -56,6 +58,7 @@ impl Array {
             stream,
             graph: Mutex::new(graph),
             state,
+            exec_position: AtomicU64::new(u64::MAX),
         }))
     }
 
@@ -133,6 +136,16 @@ impl Array {
     /// Whether the value is computed (or its computation failed).
     pub fn is_evaluated(&self) -> bool {
         self.0.state.get() == DONE
+    }
+
+    /// Where this array's task ran in its stream's execution order (0 for the
+    /// stream's first task), once it has run; `None` for constants and
+    /// arrays not run yet. For tests and debugging of stream ordering.
+    pub fn exec_position(&self) -> Option<u64> {
+        match self.0.exec_position.load(Ordering::Acquire) {
+            u64::MAX => None,
+            p => Some(p),
+        }
     }
 
     /// Evaluates this array (see [`crate::eval`]).

@@ -22,7 +22,7 @@ pub(crate) mod node;
 pub(crate) mod queue;
 
 use crate::array::Array;
-use crate::sync::lock;
+use crate::sync::lock_std as lock;
 use crate::Result;
 use node::{ENQUEUED, PENDING};
 use queue::Task;

@@ -21,7 +21,7 @@ use crate::backend::{new_encoder, Encoder};
 use crate::buffer::Data;
 use crate::primitive::{OutSpec, Primitive};
 use crate::stream::Stream;
-use crate::sync::{lock, wait};
+use crate::sync::{lock_std as lock, wait_std as wait};
 use crate::{Error, Result};
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -43,11 +43,18 @@ pub fn kernels_run() -> u64 {
     KERNELS_RUN.load(Ordering::Relaxed)
 }
 
-/// The worker pool every queue runs on: one thread per core, created once.
+/// The worker pool every queue runs on: one thread per core (or
+/// `WEFT_NUM_THREADS`), created once.
 pub(crate) fn pool() -> &'static rayon::ThreadPool {
     static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
     POOL.get_or_init(|| {
+        let threads = std::env::var("WEFT_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(0); // rayon's default: one per core
         rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
             .thread_name(|i| format!("weft-worker-{i}"))
             // Kernels' panics are caught per task; this only guards the pool.
             .panic_handler(|_| {})
@@ -164,6 +171,8 @@ impl Queue {
                 catch_unwind(AssertUnwindSafe(|| self.encoder.run(&prim, &data, out)))
                     .unwrap_or_else(|p| Err(Error::Kernel(panic_message(&prim, p))))
             });
+        let position = lock(&self.inner).completed;
+        node.0.exec_position.store(position, Ordering::Release);
         node.0.state.complete(result);
         // Detach (rule 7): the inputs' buffers are released as soon as this
         // consumer is done with them.

@@ -1,0 +1,57 @@
+"""Peer measurements for scripts/bench-cpu, printed as name<TAB>value<TAB>unit.
+
+NumPy (OpenBLAS) and MLX (CPU) run the same workloads as crates/weft/benches/core.rs.
+Thread counts come from the environment (OPENBLAS_NUM_THREADS etc.), set by the caller.
+"""
+import sys
+import time
+
+import numpy as np
+
+
+def median(reps, f):
+    f()
+    ts = []
+    for _ in range(reps):
+        s = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - s)
+    ts.sort()
+    return ts[reps // 2]
+
+
+def report(name, value, unit):
+    print(f"{name}\t{value:.3f}\t{unit}", flush=True)
+
+
+def numpy_matmul(n):
+    rng = np.random.default_rng(0)
+    a = rng.random((n, n), dtype=np.float32) - 0.5
+    b = rng.random((n, n), dtype=np.float32) - 0.5
+    d = median(7 if n >= 1024 else 31, lambda: a @ b)
+    report(f"numpy_matmul_f32_{n}", 2 * n**3 / d / 1e9, "GFLOP/s")
+
+
+def mlx_matmul(n):
+    import mlx.core as mx
+    a = mx.random.uniform(shape=(n, n)) - 0.5
+    b = mx.random.uniform(shape=(n, n)) - 0.5
+    mx.eval(a, b)
+    d = median(7 if n >= 1024 else 31, lambda: mx.eval(a @ b))
+    report(f"mlx_matmul_f32_{n}", 2 * n**3 / d / 1e9, "GFLOP/s")
+
+
+def main():
+    what = sys.argv[1:]
+    if "matmul" in what:
+        for n in (256, 1024):
+            numpy_matmul(n)
+        try:
+            for n in (256, 1024):
+                mlx_matmul(n)
+        except ImportError:
+            print("# mlx not installed: pip install 'mlx[cpu]'", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
