@@ -170,7 +170,7 @@ impl Array {
                 T::DTYPE
             )));
         }
-        let data = self.data()?;
+        let data = crate::backend::host_data(&self.data()?)?;
         Ok(cpu::to_vec::<T>(&data))
     }
 

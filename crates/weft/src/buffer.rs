@@ -59,6 +59,9 @@ impl Drop for Reservation {
 #[derive(Debug)]
 pub struct CpuBuffer {
     pub data: CpuData,
+    /// The copy a GPU stream uploaded when it first read this buffer; lives
+    /// (and is counted) as long as the host buffer.
+    pub(crate) device_copy: std::sync::OnceLock<crate::backend::cuda::CudaBuffer>,
     _reservation: Reservation,
 }
 
@@ -133,7 +136,7 @@ impl CpuBuffer {
     /// A buffer holding `v`, counted against the memory limit.
     pub fn from_vec<T: CpuElement>(v: Vec<T>) -> Result<CpuBuffer> {
         let reservation = Reservation::new(v.len() * std::mem::size_of::<T>())?;
-        Ok(CpuBuffer { data: T::wrap(v), _reservation: reservation })
+        Ok(CpuBuffer { data: T::wrap(v), device_copy: Default::default(), _reservation: reservation })
     }
 
     /// A buffer of `n` elements made by `fill`, which receives an empty Vec
@@ -149,7 +152,7 @@ impl CpuBuffer {
         })?;
         fill(&mut v);
         debug_assert_eq!(v.len(), n);
-        Ok(CpuBuffer { data: T::wrap(v), _reservation: reservation })
+        Ok(CpuBuffer { data: T::wrap(v), device_copy: Default::default(), _reservation: reservation })
     }
 
     pub fn dtype(&self) -> Dtype {
@@ -179,18 +182,23 @@ mod tests {
 #[derive(Debug)]
 pub enum Buffer {
     Cpu(CpuBuffer),
+    /// Device memory written by a kernel on a GPU stream (see
+    /// `backend/cuda/memory.rs` for how other streams and the host wait).
+    Cuda(crate::backend::cuda::CudaBuffer),
 }
 
 impl Buffer {
     pub fn dtype(&self) -> Dtype {
         match self {
             Buffer::Cpu(b) => b.dtype(),
+            Buffer::Cuda(b) => b.dtype(),
         }
     }
 
     pub fn as_cpu(&self) -> Option<&CpuBuffer> {
         match self {
             Buffer::Cpu(b) => Some(b),
+            Buffer::Cuda(_) => None,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! (`backend/cpu/matmul.rs`, `backend/cuda/matmul.rs`, ...).
 
 pub mod cpu;
+pub mod cuda;
 
 use crate::buffer::Data;
 use crate::device::{Device, DeviceType};
@@ -28,18 +29,22 @@ pub(crate) trait Encoder: Send + Sync {
 pub fn check_available(device: Device) -> Result<()> {
     match device.kind {
         DeviceType::Cpu => Ok(()),
-        DeviceType::Gpu => Err(Error::DeviceUnavailable(format!(
-            "{device}: weft was built without the CUDA backend"
-        ))),
+        DeviceType::Gpu => cuda::check_available(device).map_err(|e| match e {
+            Error::DeviceUnavailable(m) => Error::DeviceUnavailable(format!("{device}: {m}")),
+            e => Error::DeviceUnavailable(format!("{device}: {e}")),
+        }),
     }
+}
+
+/// `data` with its elements in host memory (a copy for device data;
+/// waits for the kernel that wrote it). Callable from any thread.
+pub(crate) fn host_data(data: &Data) -> Result<Data> {
+    cuda::to_host(data)
 }
 
 pub(crate) fn new_encoder(stream: Stream) -> Result<Box<dyn Encoder>> {
     match stream.device().kind {
         DeviceType::Cpu => Ok(Box::new(cpu::CpuEncoder)),
-        DeviceType::Gpu => {
-            check_available(stream.device())?;
-            unreachable!("available GPU without a backend")
-        }
+        DeviceType::Gpu => Ok(Box::new(cuda::CudaEncoder::new(stream)?)),
     }
 }

@@ -68,6 +68,14 @@ impl Encoder for CpuEncoder {
         if let Some(layout) = inputs.first().and_then(|i| view_layout(prim, &i.layout, out.shape)) {
             return Ok(Data { buffer: inputs[0].buffer.clone(), layout });
         }
+        // Inputs computed on a GPU stream are copied to the host first.
+        let host: Vec<Data>;
+        let inputs = if inputs.iter().all(|d| d.buffer.as_cpu().is_some()) {
+            inputs
+        } else {
+            host = inputs.iter().map(super::host_data).collect::<Result<_>>()?;
+            &host
+        };
         let buffer = match prim {
             Primitive::Unary(op) => unary::unary(*op, &inputs[0], out)?,
             Primitive::Binary(op) => binary::binary(*op, &inputs[0], &inputs[1], out)?,

@@ -1,0 +1,82 @@
+//! `Binary`: elementwise arithmetic and comparisons of two broadcast inputs,
+//! with the CPU backend's semantics: wrapping integers (division by zero
+//! gives 0), NaN-propagating max/min, `float16`/`bfloat16` in float.
+
+use super::kernel::{compute_type, elementwise, load, store, Launcher};
+use super::memory::CudaBuffer;
+use super::Operand;
+use crate::dtype::Dtype;
+use crate::primitive::{BinaryOp, OutSpec};
+use crate::Result;
+
+pub(crate) fn binary(k: &mut Launcher<'_>, op: BinaryOp, a: &Operand, b: &Operand, out: OutSpec<'_>) -> Result<CudaBuffer> {
+    let d = a.dtype;
+    let (x, y) = (load(d, "x0"), load(d, "x1"));
+    let expr = if op.is_comparison() {
+        let c = match op {
+            BinaryOp::Equal => "==",
+            BinaryOp::NotEqual => "!=",
+            BinaryOp::Less => "<",
+            BinaryOp::LessEqual => "<=",
+            BinaryOp::Greater => ">",
+            _ => ">=",
+        };
+        format!("(({x}) {c} ({y}))")
+    } else {
+        store(d, &arith(op, d, &x, &y))
+    };
+    elementwise(k, &format!("bin{op:?}"), &[a, b], out.dtype, out.shape, &expr)
+}
+
+/// `op(x, y)` in `d`'s compute type.
+fn arith(op: BinaryOp, d: Dtype, x: &str, y: &str) -> String {
+    let ct = compute_type(d);
+    if d == Dtype::Bool {
+        return match op {
+            BinaryOp::Add | BinaryOp::Maximum => format!("({x} | {y})"),
+            BinaryOp::Sub => format!("({x} ^ {y})"),
+            BinaryOp::Mul | BinaryOp::Minimum => format!("({x} & {y})"),
+            BinaryOp::Div => format!("({y} && {x})"),
+            BinaryOp::Pow => format!("({x} || !{y})"),
+            _ => unreachable!("comparisons are handled by the caller"),
+        };
+    }
+    if d.is_float() {
+        let pow = if d == Dtype::F64 { "pow" } else { "powf" };
+        return match op {
+            BinaryOp::Add => format!("({x} + {y})"),
+            BinaryOp::Sub => format!("({x} - {y})"),
+            BinaryOp::Mul => format!("({x} * {y})"),
+            BinaryOp::Div => format!("({x} / {y})"),
+            BinaryOp::Pow => format!("{pow}({x}, {y})"),
+            BinaryOp::Maximum => format!("max_nan<{ct}>({x}, {y})"),
+            BinaryOp::Minimum => format!("min_nan<{ct}>({x}, {y})"),
+            _ => unreachable!("comparisons are handled by the caller"),
+        };
+    }
+    // Integers: wrap through the unsigned type of the same width.
+    let u = match d {
+        Dtype::I64 => "unsigned long long",
+        _ => "unsigned int",
+    };
+    let signed = d.is_signed();
+    match op {
+        BinaryOp::Add => format!("(({ct})(({u}){x} + ({u}){y}))"),
+        BinaryOp::Sub => format!("(({ct})(({u}){x} - ({u}){y}))"),
+        BinaryOp::Mul => format!("(({ct})(({u}){x} * ({u}){y}))"),
+        BinaryOp::Div if signed => {
+            format!("({y} == 0 ? ({ct})0 : {y} == -1 ? ({ct})(({u})0 - ({u}){x}) : ({ct})({x} / {y}))")
+        }
+        BinaryOp::Div => format!("({y} == 0 ? ({ct})0 : ({ct})({x} / {y}))"),
+        BinaryOp::Pow => {
+            // wrapping_pow(y as u32); a negative exponent gives 1 for base 1, else 0.
+            let neg = if signed { format!("{y} < 0 ? ({ct})({x} == 1 ? 1 : 0) : ") } else { String::new() };
+            format!(
+                "({neg}({ct})ipow(({u}){x}, (unsigned int){y}))"
+            )
+        }
+        BinaryOp::Maximum => format!("({y} > {x} ? {y} : {x})"),
+        BinaryOp::Minimum => format!("({y} < {x} ? {y} : {x})"),
+        _ => unreachable!("comparisons are handled by the caller"),
+    }
+}

@@ -1,0 +1,363 @@
+//! Device memory and the events that order it across streams.
+//!
+//! A [`CudaBuffer`] is allocated with `cuMemAllocAsync` on the stream of the
+//! kernel that writes it (its *producer*) and freed with `cuMemFreeAsync` on
+//! that same stream. Rules that keep this sound when other streams and the
+//! host read it:
+//! - A reader on another stream first makes its stream wait on an event
+//!   recorded on the producer after the write ([`StreamHandle::wait_for`]).
+//!   The event is recorded lazily, on the first foreign read: recording later
+//!   than the write only waits for more, never for less.
+//! - After its kernel, the reader records an event on its own stream and
+//!   leaves it with the buffer ([`CudaBuffer::record_read`]); the free waits
+//!   on those events, so memory is never reused while another stream may
+//!   still read it. One event per reader stream is kept (a later record on
+//!   the same stream covers the earlier ones).
+//! - The host waits on the producer's event before copying out.
+
+use super::device::Gpu;
+use super::driver_err;
+use crate::buffer::{active_memory, CpuBuffer, CpuData, Data, Reservation};
+use crate::dtype::Dtype;
+use crate::sync::lock;
+use crate::{Error, Result};
+use cudarc::driver::{result, sys};
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A CUDA stream owned by one encoder (destroyed when the last buffer made
+/// on it is gone).
+pub(crate) struct StreamHandle {
+    gpu: Arc<Gpu>,
+    raw: sys::CUstream,
+}
+
+// SAFETY: a CUstream may be used from any thread; the driver serializes
+// submissions to one stream internally.
+unsafe impl Send for StreamHandle {}
+// SAFETY: as above.
+unsafe impl Sync for StreamHandle {}
+
+impl StreamHandle {
+    pub(crate) fn new(gpu: Arc<Gpu>) -> Result<StreamHandle> {
+        gpu.bind()?;
+        let raw = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .map_err(|e| driver_err("creating a stream", e))?;
+        Ok(StreamHandle { gpu, raw })
+    }
+
+    pub(crate) fn raw(&self) -> sys::CUstream {
+        self.raw
+    }
+
+    /// Orders work submitted to this stream from now on after `b`'s producer
+    /// wrote it (nothing to do when that is this stream).
+    pub(crate) fn wait_for(&self, b: &CudaBuffer) -> Result<()> {
+        if std::ptr::eq(b.stream.as_ref(), self) {
+            return Ok(());
+        }
+        let ev = b.ready()?;
+        // SAFETY: both handles are live (the buffer holds its producer's
+        // stream and the event); the context is bound by the caller.
+        unsafe { result::stream::wait_event(self.raw, ev.0, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
+            .map_err(|e| driver_err("waiting on an event", e))
+    }
+
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        // SAFETY: the stream is live; the context is bound by the caller.
+        unsafe { result::stream::synchronize(self.raw) }.map_err(|e| driver_err("synchronizing a stream", e))
+    }
+}
+
+impl Drop for StreamHandle {
+    fn drop(&mut self) {
+        if self.gpu.bind().is_ok() {
+            // SAFETY: no buffer refers to this stream any more (each holds
+            // an Arc to it); pending work completes before the driver frees it.
+            let _ = unsafe { result::stream::destroy(self.raw) };
+        }
+    }
+}
+
+/// A CUDA event (timing disabled).
+pub(crate) struct Event(sys::CUevent);
+
+// SAFETY: events may be recorded, waited on and destroyed from any thread.
+unsafe impl Send for Event {}
+// SAFETY: as above.
+unsafe impl Sync for Event {}
+
+impl Event {
+    fn recorded_on(s: &StreamHandle) -> Result<Event> {
+        let ev = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .map_err(|e| driver_err("creating an event", e))?;
+        let ev = Event(ev);
+        ev.record(s)?;
+        Ok(ev)
+    }
+
+    fn record(&self, s: &StreamHandle) -> Result<()> {
+        // SAFETY: the event and the stream are live and of one context.
+        unsafe { result::event::record(self.0, s.raw) }.map_err(|e| driver_err("recording an event", e))
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: the event is live and owned by this value. Destroying an
+        // event that a stream still waits on is allowed: the wait completes.
+        let _ = unsafe { result::event::destroy(self.0) };
+    }
+}
+
+/// Device memory holding one array's elements (or several views of them).
+pub struct CudaBuffer {
+    ptr: u64,
+    len: usize,
+    dtype: Dtype,
+    /// The producer: the stream that wrote the buffer and will free it.
+    stream: Arc<StreamHandle>,
+    /// Recorded on the producer after the write, on first foreign use.
+    ready: OnceLock<std::result::Result<Event, crate::Error>>,
+    /// Per foreign reader stream, an event recorded after its latest read.
+    readers: Mutex<Vec<(usize, Event)>>,
+    _reservation: Reservation,
+}
+
+impl fmt::Debug for CudaBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CudaBuffer({} x {}, gpu {})", self.len, self.dtype, self.device())
+    }
+}
+
+impl CudaBuffer {
+    /// `n` uninitialized elements, allocated in stream order on `stream`.
+    pub(crate) fn alloc(stream: &Arc<StreamHandle>, dtype: Dtype, n: usize) -> Result<CudaBuffer> {
+        let bytes = n * dtype.size();
+        let reservation = Reservation::new(bytes)?;
+        let ptr = if bytes == 0 { 0 } else { alloc_bytes(stream, bytes)? };
+        Ok(CudaBuffer {
+            ptr,
+            len: n,
+            dtype,
+            stream: stream.clone(),
+            ready: OnceLock::new(),
+            readers: Mutex::new(Vec::new()),
+            _reservation: reservation,
+        })
+    }
+
+    pub fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The GPU index.
+    pub fn device(&self) -> u32 {
+        self.stream.gpu.index
+    }
+
+    pub(crate) fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// The event after the producer's write (recorded on first request).
+    fn ready(&self) -> Result<&Event> {
+        self.ready.get_or_init(|| Event::recorded_on(&self.stream)).as_ref().map_err(Clone::clone)
+    }
+
+    /// Notes that `reader` has just enqueued a read of this buffer.
+    pub(crate) fn record_read(&self, reader: &StreamHandle) -> Result<()> {
+        if std::ptr::eq(self.stream.as_ref(), reader) {
+            return Ok(());
+        }
+        let id = reader as *const StreamHandle as usize;
+        let mut readers = lock(&self.readers);
+        match readers.iter().find(|(r, _)| *r == id) {
+            Some((_, ev)) => ev.record(reader),
+            None => {
+                readers.push((id, Event::recorded_on(reader)?));
+                Ok(())
+            }
+        }
+    }
+
+    /// Blocks the calling thread until the producer's write is done.
+    fn wait_host(&self) -> Result<()> {
+        let ev = self.ready()?;
+        // SAFETY: the event is live; the context is bound by the caller.
+        unsafe { result::event::synchronize(ev.0) }.map_err(|e| driver_err("waiting for a kernel", e))
+    }
+}
+
+impl Drop for CudaBuffer {
+    fn drop(&mut self) {
+        if self.ptr == 0 || self.stream.gpu.bind().is_err() {
+            return;
+        }
+        let readers = std::mem::take(self.readers.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for (_, ev) in &readers {
+            // SAFETY: stream and event are live. The free below is ordered
+            // after every foreign read this way.
+            let _ = unsafe {
+                result::stream::wait_event(self.stream.raw, ev.0, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT)
+            };
+        }
+        // SAFETY: `ptr` came from cuMemAllocAsync on this stream and is
+        // freed once; every use of it is ordered before this point on the
+        // stream (same-stream kernels by stream order, foreign reads by the
+        // waits above, host reads completed before they returned).
+        let _ = unsafe { result::free_async(self.ptr, self.stream.raw) };
+    }
+}
+
+fn alloc_bytes(stream: &StreamHandle, bytes: usize) -> Result<u64> {
+    let gpu = &stream.gpu;
+    gpu.bind()?;
+    // SAFETY: pool and stream belong to this device's bound context; the
+    // memory is written by the kernel that asked for it before any read.
+    let first = unsafe { result::mem_pool::alloc_async(gpu.pool, bytes, stream.raw) };
+    match first {
+        Ok(p) => Ok(p),
+        Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+            // Give cached free memory back to the driver and try once more.
+            // SAFETY: trimming only releases memory not in use.
+            let _ = unsafe { result::mem_pool::trim_to(gpu.pool, 0) };
+            // SAFETY: as for the first attempt.
+            unsafe { result::mem_pool::alloc_async(gpu.pool, bytes, stream.raw) }.map_err(|e| {
+                if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                    Error::OutOfMemory { requested: bytes, in_use: active_memory(), limit: usize::MAX }
+                } else {
+                    driver_err("allocating device memory", e)
+                }
+            })
+        }
+        Err(e) => Err(driver_err("allocating device memory", e)),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Host <-> device.
+
+/// The device copy of a host buffer on `stream`'s GPU, uploaded on first use
+/// and kept with the host buffer.
+pub(crate) fn mirror<'a>(c: &'a CpuBuffer, stream: &Arc<StreamHandle>) -> Result<&'a CudaBuffer> {
+    if let Some(m) = c.device_copy.get() {
+        if m.device() == stream.gpu.index {
+            return Ok(m);
+        }
+        return Err(Error::DeviceUnavailable("a host array is already mirrored on another GPU".into()));
+    }
+    let up = upload(c, stream)?;
+    // Another stream may have uploaded it meanwhile; then ours is dropped
+    // (freed on our stream after the copy, in stream order).
+    let _ = c.device_copy.set(up);
+    Ok(c.device_copy.get().expect("set above"))
+}
+
+/// The device copy, if one was made.
+pub(crate) fn existing_mirror(c: &CpuBuffer) -> Option<&CudaBuffer> {
+    c.device_copy.get()
+}
+
+fn upload(c: &CpuBuffer, stream: &Arc<StreamHandle>) -> Result<CudaBuffer> {
+    let b = CudaBuffer::alloc(stream, c.dtype(), c.data.len())?;
+    let bytes = b.len * b.dtype.size();
+    if bytes == 0 {
+        return Ok(b);
+    }
+    let src: *const u8 = match &c.data {
+        CpuData::Bool(v) => v.as_ptr() as *const u8,
+        CpuData::U8(v) => v.as_ptr(),
+        CpuData::U32(v) => v.as_ptr() as *const u8,
+        CpuData::I32(v) => v.as_ptr() as *const u8,
+        CpuData::I64(v) => v.as_ptr() as *const u8,
+        CpuData::F16(v) => v.as_ptr() as *const u8,
+        CpuData::BF16(v) => v.as_ptr() as *const u8,
+        CpuData::F32(v) => v.as_ptr() as *const u8,
+        CpuData::F64(v) => v.as_ptr() as *const u8,
+    };
+    // SAFETY: `src` points at `bytes` bytes of the host buffer. From pageable
+    // memory the driver stages the bytes before returning, so the host buffer
+    // may go away afterwards; `b.ptr` has room for `bytes`.
+    unsafe { sys::cuMemcpyHtoDAsync_v2(b.ptr, src as *const _, bytes, stream.raw).result() }
+        .map_err(|e| driver_err("copying to the device", e))?;
+    Ok(b)
+}
+
+/// `data` with its elements on the host: a CPU buffer as is; a GPU buffer
+/// copied out (the span the layout covers), waiting for its producer first.
+/// Callable from any thread.
+pub(crate) fn to_host(data: &Data) -> Result<Data> {
+    let b = match &*data.buffer {
+        crate::buffer::Buffer::Cuda(b) => b,
+        crate::buffer::Buffer::Cpu(_) => return Ok(data.clone()),
+    };
+    let l = &data.layout;
+    let n = l.numel();
+    // The span of buffer elements the layout touches.
+    let (mut lo, mut hi) = (l.offset as isize, l.offset as isize);
+    if n > 0 {
+        for (&d, &s) in l.shape.iter().zip(&l.strides) {
+            let ext = s * (d as isize - 1);
+            if ext < 0 {
+                lo += ext;
+            } else {
+                hi += ext;
+            }
+        }
+    }
+    let count = if n == 0 { 0 } else { (hi - lo + 1) as usize };
+    b.stream.gpu.bind()?;
+    b.wait_host()?;
+    let src = b.ptr + (lo.max(0) as u64) * b.dtype.size() as u64;
+    let bytes = count * b.dtype.size();
+    let mut err = Ok(());
+    macro_rules! copy_out {
+        ($T:ty) => {
+            CpuBuffer::build::<$T>(count, |v| {
+                if bytes > 0 {
+                    // SAFETY: `v` has capacity for `count` elements (`bytes`
+                    // bytes); the device range lies inside the buffer, whose
+                    // write is complete (waited above). Every byte is written
+                    // before `set_len`, and all bit patterns copied are values
+                    // the device wrote as this type (bool: 0 or 1).
+                    let r = unsafe { sys::cuMemcpyDtoH_v2(v.as_mut_ptr() as *mut _, src, bytes).result() };
+                    match r {
+                        // SAFETY: the copy above filled all `count` elements.
+                        Ok(()) => unsafe { v.set_len(count) },
+                        Err(e) => {
+                            err = Err(driver_err("copying to the host", e));
+                            v.resize(count, <$T>::default());
+                        }
+                    }
+                }
+            })?
+        };
+    }
+    let host = match b.dtype {
+        Dtype::Bool => copy_out!(bool),
+        Dtype::U8 => copy_out!(u8),
+        Dtype::U32 => copy_out!(u32),
+        Dtype::I32 => copy_out!(i32),
+        Dtype::I64 => copy_out!(i64),
+        Dtype::F16 => copy_out!(half::f16),
+        Dtype::BF16 => copy_out!(half::bf16),
+        Dtype::F32 => copy_out!(f32),
+        Dtype::F64 => copy_out!(f64),
+    };
+    err?;
+    let layout = crate::shape::Layout {
+        shape: l.shape.clone(),
+        strides: l.strides.clone(),
+        offset: (l.offset as isize - lo) as usize,
+    };
+    Ok(Data { buffer: Arc::new(crate::buffer::Buffer::Cpu(host)), layout })
+}

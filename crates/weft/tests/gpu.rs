@@ -1,0 +1,600 @@
+//! The CUDA backend against the CPU (or a float64 host reference where the
+//! CPU kernel is not there yet), and the threading rules on GPU streams.
+//!
+//! Every test but `no_gpu_is_an_error_not_a_panic` needs a CUDA GPU and is
+//! ignored by default: `scripts/gpu-check` builds this binary and runs it
+//! with `--ignored` on a machine with one.
+
+use std::sync::{Arc, Barrier, Mutex, MutexGuard};
+use std::thread;
+use weft::{ops, Array, Device, Dtype, Error, Stream};
+
+const NEEDS_GPU: &str = "needs a CUDA GPU: run scripts/gpu-check";
+
+/// Tests here change process-wide settings (the memory limit): one at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn gpu() -> Stream {
+    Stream::new(Device::gpu(0)).expect("a CUDA GPU (these tests run with --ignored on one)")
+}
+
+fn cpu() -> Stream {
+    Stream::new(Device::cpu()).unwrap()
+}
+
+/// xorshift64*: reproducible inputs without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545F4914F6CDD1D)
+    }
+    /// Uniform in [lo, hi).
+    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// A host array of `dtype` with values drawn from [lo, hi) (integers
+/// rounded toward zero), built on the CPU.
+fn random(shape: &[usize], dtype: Dtype, lo: f64, hi: f64, seed: u64) -> Array {
+    let mut r = Rng(seed.wrapping_mul(0x9E3779B97F4A7C15) | 1);
+    let n: usize = shape.iter().product();
+    let v: Vec<f64> = (0..n).map(|_| r.uniform(lo, hi)).collect();
+    let a = Array::from_vec(v, shape).unwrap();
+    let out = weft::with_stream(cpu(), || ops::astype(&a, dtype)).unwrap();
+    out.eval().unwrap();
+    out
+}
+
+fn values(a: &Array) -> Vec<f64> {
+    weft::with_stream(cpu(), || a.to_f64_vec()).unwrap()
+}
+
+fn tolerance(d: Dtype) -> f64 {
+    match d {
+        Dtype::F16 => 2e-3,
+        Dtype::BF16 => 1.6e-2,
+        Dtype::F32 => 2e-6,
+        Dtype::F64 => 1e-12,
+        _ => 0.0,
+    }
+}
+
+/// Element by element: equal (NaN equals NaN), or within `rel` of `want`.
+fn assert_close(got: &[f64], want: &[f64], rel: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = g == w || (g.is_nan() && w.is_nan()) || (g - w).abs() <= rel * w.abs().max(1e-30) + rel;
+        assert!(ok, "{what}: element {i}: gpu {g}, want {w}");
+    }
+}
+
+/// `f` on the GPU and on the CPU, compared.
+fn same_as_cpu(what: &str, rel: f64, f: impl Fn() -> weft::Result<Array>) {
+    let g = weft::with_stream(gpu(), &f).unwrap();
+    let c = weft::with_stream(cpu(), &f).unwrap();
+    assert_eq!(g.shape(), c.shape(), "{what}: shape");
+    assert_eq!(g.dtype(), c.dtype(), "{what}: dtype");
+    let gv = values(&g);
+    match weft::with_stream(cpu(), || c.to_f64_vec()) {
+        Ok(cv) => assert_close(&gv, &cv, rel, what),
+        Err(e) => panic!("{what}: the CPU reference failed: {e}"),
+    }
+}
+
+#[test]
+fn no_gpu_is_an_error_not_a_panic() {
+    match Stream::new(Device::gpu(0)) {
+        Ok(_) => eprintln!("a CUDA GPU is present: the --ignored tests exercise it"),
+        Err(e) => {
+            eprintln!("no GPU here ({e}); the GPU tests are skipped: {NEEDS_GPU}");
+            assert!(matches!(e, Error::DeviceUnavailable(_)), "{e:?}");
+            assert!(weft::set_default_device(Device::gpu(0)).is_err());
+        }
+    }
+    assert!(Stream::new(Device::gpu(15)).is_err());
+}
+
+const FLOATS: [Dtype; 4] = [Dtype::F32, Dtype::F64, Dtype::F16, Dtype::BF16];
+const INTS: [Dtype; 4] = [Dtype::I32, Dtype::I64, Dtype::U32, Dtype::U8];
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn unary_ops_match_cpu() {
+    let _s = serial();
+    use ops::*;
+    let fs: [(&str, fn(&Array) -> weft::Result<Array>); 10] = [
+        ("neg", negative),
+        ("abs", abs),
+        ("exp", exp),
+        ("log", log),
+        ("sqrt", sqrt),
+        ("rsqrt", rsqrt),
+        ("tanh", tanh),
+        ("sigmoid", sigmoid),
+        ("sin", sin),
+        ("cos", cos),
+    ];
+    for (i, d) in FLOATS.into_iter().enumerate() {
+        let x = random(&[37, 29], d, 0.05, 4.0, i as u64);
+        let y = random(&[29, 37], d, -4.0, 4.0, 10 + i as u64);
+        for (name, f) in fs {
+            // Positive inputs, contiguous; signed inputs through a transpose.
+            let rel = tolerance(d).max(if d == Dtype::F32 { 4e-6 } else { 0.0 });
+            same_as_cpu(&format!("{name} {d}"), rel, || f(&x));
+            if !matches!(name, "log" | "sqrt" | "rsqrt") {
+                same_as_cpu(&format!("{name} {d} strided"), rel, || f(&transpose(&y, &[])?));
+            }
+        }
+    }
+    for (i, d) in INTS.into_iter().enumerate() {
+        let x = random(&[1000], d, -100.0, 100.0, 20 + i as u64);
+        same_as_cpu(&format!("neg {d}"), 0.0, || negative(&x));
+        same_as_cpu(&format!("abs {d}"), 0.0, || abs(&x));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn binary_ops_match_cpu() {
+    let _s = serial();
+    use ops::*;
+    let fs: [(&str, fn(&Array, &Array) -> weft::Result<Array>); 13] = [
+        ("add", add),
+        ("sub", subtract),
+        ("mul", multiply),
+        ("div", divide),
+        ("pow", power),
+        ("max", maximum),
+        ("min", minimum),
+        ("eq", equal),
+        ("ne", not_equal),
+        ("lt", less),
+        ("le", less_equal),
+        ("gt", greater),
+        ("ge", greater_equal),
+    ];
+    let all: Vec<Dtype> = FLOATS.iter().chain(&INTS).copied().chain([Dtype::Bool]).collect();
+    for (i, d) in all.into_iter().enumerate() {
+        let (lo, hi) = if d.is_float() { (0.1, 3.0) } else { (0.0, 6.0) };
+        // Broadcast [3, 1, 5] with [4, 5]; a transposed operand; a scalar.
+        let a = random(&[3, 1, 5], d, lo, hi, 100 + i as u64);
+        let b = random(&[4, 5], d, lo, hi, 200 + i as u64);
+        let c = random(&[5, 4], d, lo, hi, 300 + i as u64);
+        let s = random(&[], d, lo, hi, 400 + i as u64);
+        let big_a = random(&[1 << 16], d, lo, hi, 500 + i as u64);
+        let big_b = random(&[1 << 16], d, lo, hi, 600 + i as u64);
+        for (name, f) in fs {
+            let rel = tolerance(d) * 4.0;
+            same_as_cpu(&format!("{name} {d} broadcast"), rel, || f(&a, &b));
+            same_as_cpu(&format!("{name} {d} transposed"), rel, || f(&b, &transpose(&c, &[])?));
+            same_as_cpu(&format!("{name} {d} scalar"), rel, || f(&s, &b));
+            same_as_cpu(&format!("{name} {d} contiguous"), rel, || f(&big_a, &big_b));
+        }
+    }
+    // Integer edge cases: division by zero, wrapping, negative exponents.
+    let x = Array::from_vec(vec![7i32, -7, i32::MIN, 5, 1, -1, 0, 3], &[8]).unwrap();
+    let y = Array::from_vec(vec![0i32, 2, -1, -1, -3, -2, 0, 31], &[8]).unwrap();
+    for (name, f) in fs {
+        same_as_cpu(&format!("{name} i32 edges"), 0.0, || f(&x, &y));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn select_astype_arange_match_cpu() {
+    let _s = serial();
+    let all: Vec<Dtype> = FLOATS.iter().chain(&INTS).copied().chain([Dtype::Bool]).collect();
+    let cond = random(&[6, 1], Dtype::F32, 0.0, 1.0, 1).to_vec::<f32>().unwrap();
+    let cond = Array::from_vec(cond.iter().map(|&c| c > 0.5).collect(), &[6, 1]).unwrap();
+    for (i, &d) in all.iter().enumerate() {
+        let x = random(&[6, 7], d, -50.0, 50.0, 700 + i as u64);
+        let y = random(&[7], d, -50.0, 50.0, 800 + i as u64);
+        same_as_cpu(&format!("where {d}"), 0.0, || ops::where_(&cond, &x, &y));
+        for &to in &all {
+            // Fractions, negatives and out-of-range values for the integers.
+            let src = random(&[333], d, -300.0, 300.0, 900 + i as u64);
+            same_as_cpu(&format!("astype {d} -> {to}"), 0.0, || ops::astype(&src, to));
+            same_as_cpu(&format!("astype {d} -> {to} strided"), 0.0, || {
+                ops::astype(&ops::slice(&src, &[ops::SliceArg::new(None, None, -3)])?, to)
+            });
+        }
+        same_as_cpu(&format!("arange {d}"), 0.0, || ops::arange(-3.0, 40.0, 0.75, d));
+    }
+    // Float specials converting to integers: saturation and NaN.
+    let sp = Array::from_vec(vec![f32::NAN, f32::INFINITY, -f32::INFINITY, 3e9, -3e9, 255.9, -0.5], &[7]).unwrap();
+    for to in all {
+        same_as_cpu(&format!("astype specials -> {to}"), 0.0, || ops::astype(&sp, to));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn views_copy_concatenate_match_cpu() {
+    let _s = serial();
+    for (i, d) in FLOATS.iter().chain(&INTS).copied().chain([Dtype::Bool]).enumerate() {
+        let a = random(&[4, 6, 5], d, -9.0, 9.0, 1000 + i as u64);
+        let b = random(&[4, 3, 5], d, -9.0, 9.0, 1100 + i as u64);
+        same_as_cpu(&format!("reshape of a transpose {d}"), 0.0, || {
+            ops::reshape(&ops::transpose(&a, &[2, 0, 1])?, &[5, -1])
+        });
+        same_as_cpu(&format!("slice {d}"), 0.0, || {
+            let s = ops::slice(&a, &[ops::SliceArg::new(Some(3), None, -2), ops::SliceArg::range(1, 5)])?;
+            ops::reshape(&s, &[-1])
+        });
+        same_as_cpu(&format!("concatenate axis 1 {d}"), 0.0, || ops::concatenate(&[a.clone(), b.clone()], 1));
+        same_as_cpu(&format!("concatenate axis 0 {d}"), 0.0, || {
+            ops::concatenate(&[ops::transpose(&a, &[1, 0, 2])?, ops::transpose(&b, &[1, 0, 2])?], 0)
+        });
+        same_as_cpu(&format!("broadcast copy {d}"), 0.0, || {
+            ops::reshape(&ops::broadcast_to(&ops::slice(&b, &[ops::SliceArg::range(0, 1)])?, &[3, 3, 5])?, &[-1])
+        });
+    }
+}
+
+/// Host reference of a reduction over `axes` of a row-major [d0, d1, d2].
+fn reduce_ref(v: &[f64], shape: [usize; 3], axes: &[usize], op: &str) -> Vec<f64> {
+    let out_shape: Vec<usize> = (0..3).map(|d| if axes.contains(&d) { 1 } else { shape[d] }).collect();
+    let n: usize = out_shape.iter().product();
+    let init = match op {
+        "sum" => 0.0,
+        "max" => f64::NEG_INFINITY,
+        _ => f64::INFINITY,
+    };
+    let mut out = vec![init; n];
+    for i in 0..shape[0] {
+        for j in 0..shape[1] {
+            for k in 0..shape[2] {
+                let idx = [i, j, k];
+                let o = (0..3).fold(0, |acc, d| acc * out_shape[d] + if axes.contains(&d) { 0 } else { idx[d] });
+                let x = v[(i * shape[1] + j) * shape[2] + k];
+                out[o] = match op {
+                    "sum" => out[o] + x,
+                    "max" => out[o].max(x),
+                    _ => out[o].min(x),
+                };
+            }
+        }
+    }
+    out
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn reductions_match_reference() {
+    let _s = serial();
+    // Shapes that take each path: few long rows (block per output, two
+    // passes), many short rows, columns (thread per output).
+    let cases: [([usize; 3], &[usize]); 7] = [
+        ([7, 300, 5], &[0, 1, 2]),
+        ([7, 300, 5], &[1]),
+        ([7, 300, 5], &[0, 2]),
+        ([5000, 3, 1], &[0]),
+        ([1, 1 << 20, 1], &[1]),
+        ([2, 3000, 7], &[2]),
+        ([64, 2048, 1], &[1]),
+    ];
+    for (ci, (shape, axes)) in cases.into_iter().enumerate() {
+        for (di, d) in [Dtype::F32, Dtype::F64, Dtype::BF16, Dtype::F16, Dtype::I32, Dtype::I64].into_iter().enumerate() {
+            let x = random(&shape, d, -2.0, 2.0, (ci * 10 + di) as u64);
+            let xs = values(&x);
+            let ax: Vec<isize> = axes.iter().map(|&a| a as isize).collect();
+            let count: usize = axes.iter().map(|&a| shape[a]).product();
+            for op in ["sum", "max", "min"] {
+                let g = weft::with_stream(gpu(), || match op {
+                    "sum" => ops::sum(&x, &ax, true),
+                    "max" => ops::max(&x, &ax, true),
+                    _ => ops::min(&x, &ax, true),
+                })
+                .unwrap();
+                let want = reduce_ref(&xs, shape, axes, op);
+                let got = values(&g);
+                let what = format!("{op} {d} {shape:?} axes {axes:?}");
+                if op == "sum" && !d.is_integer() {
+                    // Rounding grows with what was summed: compare against
+                    // the sum of magnitudes (at most 2 per element here).
+                    let bound = tolerance(d).max(1e-6) * 4.0 * 2.0 * count as f64 + tolerance(d);
+                    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                        assert!((g - w).abs() <= bound, "{what}: element {i}: gpu {g}, want {w}");
+                    }
+                } else {
+                    assert_close(&got, &want, 0.0, &what);
+                }
+            }
+        }
+    }
+    // Arg reductions: first extreme wins.
+    for (di, d) in [Dtype::F32, Dtype::BF16, Dtype::I32].into_iter().enumerate() {
+        for (rows, cols) in [(37, 1000), (1000, 5), (3, 70000)] {
+            let x = random(&[rows, cols], d, -50.0, 50.0, 77 + di as u64);
+            let xs = values(&x);
+            for axis in [0usize, 1] {
+                for op in ["argmax", "argmin"] {
+                    let g = weft::with_stream(gpu(), || {
+                        if op == "argmax" { ops::argmax(&x, Some(axis as isize), false) } else { ops::argmin(&x, Some(axis as isize), false) }
+                    })
+                    .unwrap();
+                    let got = g.to_vec::<u32>().unwrap();
+                    let (outer, len) = if axis == 0 { (cols, rows) } else { (rows, cols) };
+                    for o in 0..outer {
+                        let at = |i: usize| if axis == 0 { xs[i * cols + o] } else { xs[o * cols + i] };
+                        let mut best = 0;
+                        for i in 1..len {
+                            let better = if op == "argmax" { at(i) > at(best) } else { at(i) < at(best) };
+                            if better {
+                                best = i;
+                            }
+                        }
+                        assert_eq!(got[o] as usize, best, "{op} {d} [{rows}, {cols}] axis {axis} row {o}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// float64 host reference of `[b, m, k] @ [b, k, n]` (b may broadcast from 1).
+fn matmul_ref(a: &[f64], b: &[f64], (ba, bb): (usize, usize), m: usize, k: usize, n: usize) -> Vec<f64> {
+    let batch = ba.max(bb);
+    let mut out = vec![0.0; batch * m * n];
+    for t in 0..batch {
+        let (pa, pb) = (if ba == 1 { 0 } else { t }, if bb == 1 { 0 } else { t });
+        for i in 0..m {
+            for j in 0..n {
+                out[(t * m + i) * n + j] = (0..k).map(|p| a[(pa * m + i) * k + p] * b[(pb * k + p) * n + j]).sum();
+            }
+        }
+    }
+    out
+}
+
+fn rel_error(got: &[f64], want: &[f64]) -> f64 {
+    let num: f64 = got.iter().zip(want).map(|(g, w)| (g - w) * (g - w)).sum();
+    let den: f64 = want.iter().map(|w| w * w).sum();
+    (num / den.max(1e-300)).sqrt()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn matmul_matches_reference() {
+    let _s = serial();
+    let cases = [(1, 1, 64, 48, 80), (3, 3, 33, 17, 65), (4, 1, 128, 256, 64), (1, 1, 1, 300, 1), (2, 2, 5, 0, 7)];
+    for (di, d) in [Dtype::F32, Dtype::F64, Dtype::F16, Dtype::BF16].into_iter().enumerate() {
+        let tol = match d {
+            Dtype::F32 => 1e-5,
+            Dtype::F64 => 1e-12,
+            _ => 1e-2,
+        };
+        for (ci, (ba, bb, m, k, n)) in cases.into_iter().enumerate() {
+            let seed = (di * 100 + ci) as u64;
+            let a = random(&[ba, m, k], d, -1.0, 1.0, seed);
+            let b = random(&[bb, k, n], d, -1.0, 1.0, seed + 50);
+            let want = matmul_ref(&values(&a), &values(&b), (ba, bb), m, k, n);
+            let g = weft::with_stream(gpu(), || ops::matmul(&a, &b)).unwrap();
+            assert_eq!(g.shape(), &[ba.max(bb), m, n]);
+            let got = values(&g);
+            if k == 0 {
+                assert!(got.iter().all(|&x| x == 0.0), "{d} k=0 gives zeros");
+                continue;
+            }
+            let e = rel_error(&got, &want);
+            assert!(e < tol, "matmul {d} {:?}: relative error {e}", (ba, bb, m, k, n));
+            // Transposed operands (read in place as column-major) and a
+            // sliced one (copied first) give the same product.
+            let at = ops::transpose(&random(&[ba, k, m], d, -1.0, 1.0, seed + 7), &[0, 2, 1]).unwrap();
+            let bt = ops::transpose(&random(&[bb, n, k], d, -1.0, 1.0, seed + 8), &[0, 2, 1]).unwrap();
+            let want_t = matmul_ref(&values(&at), &values(&bt), (ba, bb), m, k, n);
+            let gt = weft::with_stream(gpu(), || ops::matmul(&at, &bt)).unwrap();
+            let e = rel_error(&values(&gt), &want_t);
+            assert!(e < tol, "matmul {d} transposed {:?}: relative error {e}", (ba, bb, m, k, n));
+        }
+    }
+    // A strided slice as the left operand, and 1-D operands.
+    let a = random(&[10, 16], Dtype::F32, -1.0, 1.0, 3);
+    let s = ops::slice(&a, &[ops::SliceArg::new(None, None, 2), ops::SliceArg::new(None, None, 2)]).unwrap();
+    let v = random(&[8], Dtype::F32, -1.0, 1.0, 4);
+    same_as_cpu_or_ref(&s, &v);
+}
+
+fn same_as_cpu_or_ref(s: &Array, v: &Array) {
+    let g = weft::with_stream(gpu(), || ops::matmul(s, v)).unwrap();
+    assert_eq!(g.shape(), &[5]);
+    let (sv, vv) = (values(s), values(v));
+    let want: Vec<f64> = (0..5).map(|i| (0..8).map(|p| sv[i * 8 + p] * vv[p]).sum()).collect();
+    assert!(rel_error(&values(&g), &want) < 1e-5);
+}
+
+/// A lazy chain `x -> tanh(x * w + 1) ...` of `steps` ops on `stream`.
+fn chain(x: &Array, steps: usize) -> Array {
+    let w = Array::scalar(0.5f32);
+    let one = Array::scalar(1.0f32);
+    let mut y = x.clone();
+    for _ in 0..steps {
+        y = ops::tanh(&ops::add(&ops::multiply(&y, &w).unwrap(), &one).unwrap()).unwrap();
+    }
+    y
+}
+
+fn chain_host(x: &[f32], steps: usize) -> Vec<f64> {
+    x.iter()
+        .map(|&v| {
+            let mut y = v as f64;
+            for _ in 0..steps {
+                y = (y * 0.5 + 1.0).tanh();
+            }
+            y
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn four_threads_evaluate_one_lazy_graph() {
+    let _s = serial();
+    let xs: Vec<f32> = (0..100_000).map(|i| (i % 97) as f32 / 50.0 - 1.0).collect();
+    let x = Array::from_vec(xs.clone(), &[100_000]).unwrap();
+    let y = weft::with_stream(gpu(), || chain(&x, 50));
+    let before = weft::kernels_run();
+    let barrier = Arc::new(Barrier::new(4));
+    let hs: Vec<_> = (0..4)
+        .map(|_| {
+            let (y, b) = (y.clone(), barrier.clone());
+            thread::spawn(move || {
+                b.wait();
+                y.eval().unwrap();
+                y.to_vec::<f32>().unwrap()
+            })
+        })
+        .collect();
+    let want = chain_host(&xs, 50);
+    for h in hs {
+        let got: Vec<f64> = h.join().unwrap().iter().map(|&v| v as f64).collect();
+        assert_close(&got, &want, 1e-5, "chain evaluated from 4 threads");
+    }
+    // Each of the 150 nodes ran once (other tests are serialized with this one).
+    assert_eq!(weft::kernels_run() - before, 150);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn a_stream_made_on_main_is_used_by_workers() {
+    let _s = serial();
+    let s = gpu();
+    let hs: Vec<_> = (0..8)
+        .map(|t| {
+            thread::spawn(move || {
+                let x = Array::from_vec((0..1000).map(|i| (i + t) as f32).collect(), &[1000]).unwrap();
+                let y = weft::with_stream(s, || ops::sum(&ops::multiply(&x, &x)?, &[], false)).unwrap();
+                assert_eq!(y.stream(), s);
+                y.item::<f32>().unwrap()
+            })
+        })
+        .collect();
+    for (t, h) in hs.into_iter().enumerate() {
+        let want: f64 = (0..1000).map(|i| ((i + t) as f64).powi(2)).sum();
+        let got = h.join().unwrap() as f64;
+        assert!((got - want).abs() / want < 1e-5, "worker {t}: {got} vs {want}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn one_stream_fed_by_three_threads_synchronized_by_a_fourth() {
+    let _s = serial();
+    let s = gpu();
+    let outs: Vec<Array> = (0..3)
+        .map(|t| {
+            thread::spawn(move || {
+                let mut v = Vec::new();
+                for i in 0..20 {
+                    let x = Array::from_vec(vec![(t * 100 + i) as f32; 4096], &[4096]).unwrap();
+                    let y = weft::with_stream(s, || chain(&x, 10));
+                    weft::async_eval(std::slice::from_ref(&y)).unwrap();
+                    v.push(y);
+                }
+                v
+            })
+        })
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    let outs = Arc::new(outs);
+    let o2 = outs.clone();
+    thread::spawn(move || {
+        s.synchronize().unwrap();
+        for y in o2.iter() {
+            assert!(y.is_evaluated());
+        }
+    })
+    .join()
+    .unwrap();
+    for (k, y) in outs.iter().enumerate() {
+        let (t, i) = (k / 20, k % 20);
+        let want = chain_host(&[(t * 100 + i) as f32], 10)[0];
+        let got = y.to_vec::<f32>().unwrap();
+        assert!(got.iter().all(|&g| (g as f64 - want).abs() < 1e-5), "output {k}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn cross_stream_inputs_wait_for_their_producers() {
+    let _s = serial();
+    let (s1, s2, s3) = (gpu(), gpu(), gpu());
+    let n = 1 << 22;
+    let x = Array::from_vec(vec![0.25f32; n], &[n]).unwrap();
+    for round in 0..5 {
+        // Long chains on two streams, combined on a third, read from a
+        // fourth thread: any missing wait shows up as a wrong sum.
+        let a = weft::with_stream(s1, || chain(&x, 40 + round));
+        let b = weft::with_stream(s2, || ops::multiply(&chain(&ops::negative(&x)?, 40), &Array::scalar(3.0f32))).unwrap();
+        let c = weft::with_stream(s3, || ops::sum(&ops::subtract(&a, &b)?, &[], false)).unwrap();
+        // Both chains approach tanh's fixed point; the factor 3 keeps the
+        // expected sum away from 0.
+        let want = (chain_host(&[0.25], 40 + round)[0] - 3.0 * chain_host(&[-0.25], 40)[0]) * n as f64;
+        let got = thread::spawn(move || c.item::<f32>().unwrap()).join().unwrap() as f64;
+        assert!((got - want).abs() / want.abs() < 1e-4, "round {round}: {got} vs {want}");
+        drop((a, b));
+    }
+    // Ping-pong: each step on the other stream reads the last one's output.
+    let mut y = x.clone();
+    for i in 0..64 {
+        let s = if i % 2 == 0 { s1 } else { s2 };
+        y = weft::with_stream(s, || ops::add(&y, &Array::scalar(1.0f32))).unwrap();
+        weft::async_eval(std::slice::from_ref(&y)).unwrap();
+    }
+    assert!(y.to_vec::<f32>().unwrap().iter().all(|&v| v == 64.25));
+    // GPU results read by a CPU stream.
+    let z = weft::with_stream(cpu(), || ops::multiply(&y, &Array::scalar(2.0f32))).unwrap();
+    assert!(z.to_vec::<f32>().unwrap().iter().all(|&v| v == 128.5));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn out_of_memory_is_an_error_and_the_next_eval_works() {
+    let _s = serial();
+    let s = gpu();
+    // Past the device: 2^41 bytes of float32 (a broadcast made real).
+    let big = weft::with_stream(s, || ops::exp(&ops::full(&[1 << 39], 1.0f32)?)).unwrap();
+    let e = big.eval().unwrap_err();
+    assert!(matches!(e.root(), Error::OutOfMemory { .. }), "{e:?}");
+    let after = weft::with_stream(s, || ops::add(&Array::scalar(1.0f32), &Array::scalar(2.0f32))).unwrap();
+    assert_eq!(after.item::<f32>().unwrap(), 3.0);
+    // Past weft's own limit.
+    let old = weft::set_memory_limit(weft::active_memory() + (1 << 20));
+    let x = weft::with_stream(s, || ops::exp(&ops::full(&[1 << 22], 1.0f32)?)).unwrap();
+    let e = x.eval().unwrap_err();
+    weft::set_memory_limit(old);
+    assert!(matches!(e.root(), Error::OutOfMemory { .. }), "{e:?}");
+    let ok = weft::with_stream(s, || ops::exp(&ops::full(&[1 << 22], 0.0f32)?)).unwrap();
+    assert!(ok.to_vec::<f32>().unwrap().iter().all(|&v| v == 1.0));
+    // A failed input fails its users, on every thread that waits.
+    let user = weft::with_stream(s, || ops::add(&big, &big)).unwrap();
+    let h = {
+        let u = user.clone();
+        thread::spawn(move || u.eval().unwrap_err())
+    };
+    assert!(matches!(user.eval().unwrap_err().root(), Error::OutOfMemory { .. }));
+    assert!(matches!(h.join().unwrap().root(), Error::OutOfMemory { .. }));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn memory_is_released_and_exit_is_clean() {
+    let _s = serial();
+    let s = gpu();
+    let base = weft::active_memory();
+    for _ in 0..20 {
+        let x = weft::with_stream(s, || ops::exp(&ops::full(&[1 << 24], 0.5f32)?)).unwrap();
+        let y = weft::with_stream(gpu(), || ops::sum(&x, &[], false)).unwrap();
+        y.eval().unwrap();
+    }
+    weft::synchronize_all().unwrap();
+    // Host constants keep their device copies only while they live.
+    assert!(weft::active_memory() <= base + (1 << 20), "{} bytes held", weft::active_memory() - base);
+}
