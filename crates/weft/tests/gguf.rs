@@ -216,6 +216,7 @@ fn specific_corruptions_are_named() {
     // A string claiming 2^60 bytes.
     let mut b = header(3, 0, 1);
     b.extend((1u64 << 60).to_le_bytes());
+    b.extend([0; 16]);
     expect_io(b, "key length");
     // An array of 2^50 u64s.
     let mut b = header(3, 0, 1);
