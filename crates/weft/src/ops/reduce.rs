@@ -77,6 +77,11 @@ pub fn mean(a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
 }
 
 fn arg_reduce(op: ArgReduceOp, a: &Array, axis: Option<isize>, keepdims: bool) -> Result<Array> {
+    if axis.is_none() && keepdims {
+        // As NumPy and MLX: every axis kept, as size 1.
+        let out = arg_reduce(op, a, None, false)?;
+        return reshape(&out, &vec![1; a.ndim()]);
+    }
     let (a, axis) = match axis {
         Some(ax) => (a.clone(), normalize_axis(ax, a.ndim())?),
         None => (reshape(a, &[-1])?, 0),
@@ -90,7 +95,8 @@ fn arg_reduce(op: ArgReduceOp, a: &Array, axis: Option<isize>, keepdims: bool) -
     squeeze_axes(out, &[axis], keepdims)
 }
 
-/// Index (uint32) of the largest element along `axis` (of the flattened array when `None`).
+/// Index (uint32) of the largest element along `axis` (of the flattened array
+/// when `None`; `keepdims` then keeps every axis as size 1).
 pub fn argmax(a: &Array, axis: Option<isize>, keepdims: bool) -> Result<Array> {
     arg_reduce(ArgReduceOp::ArgMax, a, axis, keepdims)
 }

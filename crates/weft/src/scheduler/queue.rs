@@ -171,13 +171,13 @@ impl Queue {
                 catch_unwind(AssertUnwindSafe(|| self.encoder.run(&prim, &data, out)))
                     .unwrap_or_else(|p| Err(Error::Kernel(panic_message(&prim, p))))
             });
-        let position = lock(&self.inner).completed;
-        node.0.exec_position.store(position, Ordering::Release);
-        node.0.state.complete(result);
         // Detach (rule 7): the inputs' buffers are released as soon as this
-        // consumer is done with them.
+        // consumer is done with them, before anyone can see the result, so
+        // an eval that returns has already freed the intermediates it consumed.
         drop(inputs);
+        node.0.state.complete(result);
         let mut g = lock(&self.inner);
+        node.0.exec_position.store(g.completed, Ordering::Release);
         g.completed += 1;
         if g.sleepers > 0 {
             self.cv.notify_all();

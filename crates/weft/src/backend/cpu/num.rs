@@ -13,6 +13,7 @@ pub(crate) trait Arith: CpuElement {
     fn pow(self, o: Self) -> Self;
     fn neg(self) -> Self;
     fn abs(self) -> Self;
+    #[allow(clippy::eq_op)] // `x != x` is the NaN test for every element type
     fn max(self, o: Self) -> Self {
         // NaN propagates, as in NumPy and MLX.
         if self.partial_cmp(&o).is_none() {
@@ -23,6 +24,7 @@ pub(crate) trait Arith: CpuElement {
             self
         }
     }
+    #[allow(clippy::eq_op)]
     fn min(self, o: Self) -> Self {
         if self.partial_cmp(&o).is_none() {
             if self != self { self } else { o }

@@ -36,6 +36,11 @@ pub(crate) trait Reducible: CpuElement + Arith {
     type Acc: Arith;
     fn to_acc(self) -> Self::Acc;
     fn from_acc(a: Self::Acc) -> Self;
+    /// Calls `f` on consecutive pieces of `s` converted to the accumulator
+    /// type: `s` itself when no conversion is needed, otherwise blocks
+    /// converted in bulk (one SIMD conversion per block instead of a
+    /// feature check per element).
+    fn for_acc_blocks(s: &[Self], f: impl FnMut(&[Self::Acc]));
 }
 
 macro_rules! reducible_self {
@@ -44,6 +49,8 @@ macro_rules! reducible_self {
             type Acc = $t;
             #[inline(always)] fn to_acc(self) -> $t { self }
             #[inline(always)] fn from_acc(a: $t) -> $t { a }
+            #[inline(always)]
+            fn for_acc_blocks(s: &[$t], mut f: impl FnMut(&[$t])) { f(s) }
         }
     )*};
 }
@@ -55,6 +62,16 @@ macro_rules! reducible_half {
             type Acc = f32;
             #[inline(always)] fn to_acc(self) -> f32 { self.to_f32() }
             #[inline(always)] fn from_acc(a: f32) -> $t { <$t>::from_f32(a) }
+            #[inline]
+            fn for_acc_blocks(s: &[$t], mut f: impl FnMut(&[f32])) {
+                use half::slice::HalfFloatSliceExt;
+                let mut buf = [0f32; 512];
+                for c in s.chunks(buf.len()) {
+                    let b = &mut buf[..c.len()];
+                    c.convert_to_f32_slice(b);
+                    f(b);
+                }
+            }
         }
     )*};
 }
@@ -84,6 +101,9 @@ impl<A: Arith> Monoid<A> for Sum {
     }
 }
 
+// Max and min propagate NaN (as NumPy): written as selects rather than
+// branches, so that the folds vectorize. `b != b` is "b is NaN" (always
+// false for integers, where it compiles away).
 impl<A: Arith> Monoid<A> for Max {
     #[inline(always)]
     fn identity() -> A {
@@ -92,8 +112,11 @@ impl<A: Arith> Monoid<A> for Max {
         if A::DTYPE == Dtype::Bool { A::from_f64(0.0) } else { A::from_f64(f64::NEG_INFINITY) }
     }
     #[inline(always)]
+    #[allow(clippy::eq_op)]
     fn combine(a: A, b: A) -> A {
-        a.max(b)
+        // A NaN `a` is kept: `b > a` is false.
+        let m = if b > a { b } else { a };
+        if b != b { b } else { m }
     }
 }
 
@@ -103,8 +126,10 @@ impl<A: Arith> Monoid<A> for Min {
         A::from_f64(f64::INFINITY)
     }
     #[inline(always)]
+    #[allow(clippy::eq_op)]
     fn combine(a: A, b: A) -> A {
-        a.min(b)
+        let m = if b < a { b } else { a };
+        if b != b { b } else { m }
     }
 }
 
@@ -240,11 +265,11 @@ enum Split {
     Reduced,
 }
 
-fn split(n_out: usize, n_red: usize) -> Split {
+fn split(n_out: usize, n_red: usize, columns: bool) -> Split {
     let threads = rayon::current_num_threads();
     if threads < 2 || n_out.saturating_mul(n_red) < PARALLEL_MIN {
         Split::Serial
-    } else if n_out >= 2 * threads {
+    } else if n_out >= 2 * threads && !(columns && n_out <= COLUMNS_MAX && n_red >= 8 * threads) {
         // Several chunks per thread for balance, each reading at least a few
         // thousand elements.
         let chunk = n_out.div_ceil(4 * threads).max((1 << 12) / n_red.max(1)).max(1);
@@ -253,6 +278,11 @@ fn split(n_out: usize, n_red: usize) -> Split {
         Split::Reduced
     }
 }
+
+/// Column reductions with at most this many outputs split over bands of
+/// the reduced rows instead: each task then reads whole rows in order, and
+/// the per-task partial results stay small.
+const COLUMNS_MAX: usize = 1 << 14;
 
 /// Pieces of the reduced elements for a `Split::Reduced`: ranges of runs
 /// when there are enough runs, otherwise ranges of the innermost dimension.
@@ -294,7 +324,7 @@ fn reduce_typed<T: Reducible, M: Monoid<T::Acc>>(axes: &[usize], a: &Data) -> Re
     let _scratch = Reservation::new(n_out * std::mem::size_of::<T::Acc>())?;
     let mut acc = vec![M::identity(); n_out];
     let all_runs = 0..plan.runs.len();
-    match split(n_out, plan.n_reduced()) {
+    match split(n_out, plan.n_reduced(), plan.columns()) {
         Split::Serial => reduce_part::<T, M>(&plan, src, 0, all_runs, 0..plan.inner.0, &mut acc),
         Split::Outputs { chunk } => acc.par_chunks_mut(chunk).enumerate().for_each(|(c, part)| {
             reduce_part::<T, M>(&plan, src, c * chunk, all_runs.clone(), 0..plan.inner.0, part)
@@ -344,9 +374,13 @@ fn reduce_part<T: Reducible, M: Monoid<T::Acc>>(
             for &r in runs {
                 for i in 0..len as isize {
                     let p = (b + r + i * stride) as usize;
-                    for (x, &y) in block.iter_mut().zip(&src[p..p + n]) {
-                        *x = M::combine(*x, y.to_acc());
-                    }
+                    let mut at = 0;
+                    T::for_acc_blocks(&src[p..p + n], |ys| {
+                        for (x, &y) in block[at..at + ys.len()].iter_mut().zip(ys) {
+                            *x = M::combine(*x, y);
+                        }
+                        at += ys.len();
+                    });
                 }
             }
             rest = tail;
@@ -384,17 +418,19 @@ fn fold_run<T: Reducible, M: Monoid<T::Acc>>(s: &[T]) -> T::Acc {
         return M::combine(fold_run::<T, M>(a), fold_run::<T, M>(b));
     }
     let mut lanes = [M::identity(); LANES];
-    let chunks = s.chunks_exact(LANES);
-    let tail = chunks.remainder();
-    for c in chunks {
-        for k in 0..LANES {
-            lanes[k] = M::combine(lanes[k], c[k].to_acc());
-        }
-    }
     let mut v = M::identity();
-    for &x in tail {
-        v = M::combine(v, x.to_acc());
-    }
+    T::for_acc_blocks(s, |s| {
+        let chunks = s.chunks_exact(LANES);
+        let tail = chunks.remainder();
+        for c in chunks {
+            for k in 0..LANES {
+                lanes[k] = M::combine(lanes[k], c[k]);
+            }
+        }
+        for &x in tail {
+            v = M::combine(v, x);
+        }
+    });
     // Pairwise over the lanes too.
     let mut w = LANES;
     while w > 1 {
@@ -430,7 +466,7 @@ fn better<T: PartialOrd, const MAX: bool>(x: T, best: T) -> bool {
     !best_nan && (x_nan || if MAX { x > best } else { x < best })
 }
 
-fn arg_typed<T: CpuElement, const MAX: bool>(axis: usize, a: &Data) -> Result<CpuBuffer> {
+fn arg_typed<T: Reducible, const MAX: bool>(axis: usize, a: &Data) -> Result<CpuBuffer> {
     let n_out = a.layout.numel() / a.layout.shape[axis];
     if n_out == 0 {
         return CpuBuffer::build::<u32>(0, |_| {});
@@ -443,7 +479,7 @@ fn arg_typed<T: CpuElement, const MAX: bool>(axis: usize, a: &Data) -> Result<Cp
     let _scratch = Reservation::new(n_out * std::mem::size_of::<T>())?;
     let mut best = vec![first; n_out];
     let mut idx = vec![0u32; n_out];
-    match split(n_out, n) {
+    match split(n_out, n, plan.columns()) {
         Split::Serial => arg_part::<T, MAX>(&plan, src, 0, 0..n, &mut best, &mut idx),
         Split::Outputs { chunk } => best
             .par_chunks_mut(chunk)
@@ -479,7 +515,7 @@ fn arg_typed<T: CpuElement, const MAX: bool>(axis: usize, a: &Data) -> Result<Cp
 
 /// The extremum and its index over positions `range` of the axis, for the
 /// outputs starting at flat output index `o0`.
-fn arg_part<T: CpuElement, const MAX: bool>(
+fn arg_part<T: Reducible, const MAX: bool>(
     plan: &Plan,
     src: &[T],
     o0: usize,
@@ -507,10 +543,10 @@ fn arg_part<T: CpuElement, const MAX: bool>(
             ii.fill(k0 as u32);
             for k in range.clone().skip(1) {
                 for ((x, j), &y) in bb.iter_mut().zip(ii.iter_mut()).zip(at(k)) {
-                    if better::<T, MAX>(y, *x) {
-                        *x = y;
-                        *j = k as u32;
-                    }
+                    // Selects, not branches: the loop can vectorize.
+                    let take = better::<T, MAX>(y, *x);
+                    *x = if take { y } else { *x };
+                    *j = if take { k as u32 } else { *j };
                 }
             }
             done += n;
@@ -521,6 +557,22 @@ fn arg_part<T: CpuElement, const MAX: bool>(
     let mut od = Odometer::new(&plan.kept, o0);
     for (x, j) in best.iter_mut().zip(idx.iter_mut()) {
         let b = plan.base + od.next_offset();
+        if s == 1 {
+            // A contiguous run: find the extremum with a vectorized fold,
+            // then its first position (the first NaN if it is NaN).
+            let row = &src[(b as usize + k0)..(b as usize + range.end)];
+            let m = if MAX { fold_run::<T, Max>(row) } else { fold_run::<T, Min>(row) };
+            #[allow(clippy::eq_op)]
+            let pos = if m != m {
+                row.iter().position(|&y| y != y)
+            } else {
+                row.iter().position(|&y| y.to_acc() == m)
+            };
+            let pos = pos.unwrap_or(0);
+            *x = row[pos];
+            *j = (k0 + pos) as u32;
+            continue;
+        }
         let (mut v, mut at) = (src[(b + k0 as isize * s) as usize], k0);
         for k in range.clone().skip(1) {
             let y = src[(b + k as isize * s) as usize];

@@ -1,0 +1,358 @@
+//! `weft.core.array`: a lazy array, usable (built on, evaluated, read) from
+//! any Python thread.
+
+use crate::args::{operands, varargs_ints, Axes};
+use crate::convert::{item, to_array, to_numpy, tolist};
+use crate::device::{on_stream, StreamOrDevice};
+use crate::dtype::PyDtype;
+use crate::errors::{eval_error, OpResult};
+use crate::ops::{expand_dims_of, flatten_of, reduce, Reduction};
+use pyo3::basic::CompareOp;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use weft::{ops, Array, Dtype};
+
+type Stream = Option<StreamOrDevice>;
+
+#[pyclass(name = "array", module = "weft.core", frozen, weakref)]
+pub struct PyArray {
+    pub inner: Array,
+}
+
+impl From<Array> for PyArray {
+    fn from(inner: Array) -> PyArray {
+        PyArray { inner }
+    }
+}
+
+/// `f(self, other)` for a binary operator; `NotImplemented` when `other`
+/// cannot be an operand, so Python can try the reflected operator.
+fn binop(
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    f: fn(&Array, &Array) -> weft::Result<Array>,
+) -> PyResult<Py<PyAny>> {
+    let py = a.py();
+    let (x, y) = match operands(a, b) {
+        Ok(xy) => xy,
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => return Ok(py.NotImplemented()),
+        Err(e) => return Err(e),
+    };
+    Ok(PyArray::from(f(&x, &y).py()?).into_pyobject(py)?.into_any().unbind())
+}
+
+#[pymethods]
+impl PyArray {
+    fn __add__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(slf.as_any(), other, ops::add)
+    }
+    fn __radd__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(other, slf.as_any(), ops::add)
+    }
+    fn __sub__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(slf.as_any(), other, ops::subtract)
+    }
+    fn __rsub__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(other, slf.as_any(), ops::subtract)
+    }
+    fn __mul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(slf.as_any(), other, ops::multiply)
+    }
+    fn __rmul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(other, slf.as_any(), ops::multiply)
+    }
+    fn __truediv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(slf.as_any(), other, ops::divide)
+    }
+    fn __rtruediv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(other, slf.as_any(), ops::divide)
+    }
+    fn __pow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(slf.as_any(), other, ops::power)
+    }
+    fn __rpow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(other, slf.as_any(), ops::power)
+    }
+    fn __matmul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(slf.as_any(), other, ops::matmul)
+    }
+    fn __rmatmul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(other, slf.as_any(), ops::matmul)
+    }
+
+    #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
+    fn sum(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || reduce(Reduction::Sum, &self.inner, axis, keepdims).map(PyArray::from))
+    }
+    #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
+    fn mean(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || reduce(Reduction::Mean, &self.inner, axis, keepdims).map(PyArray::from))
+    }
+    #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
+    fn max(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || reduce(Reduction::Max, &self.inner, axis, keepdims).map(PyArray::from))
+    }
+    #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
+    fn min(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || reduce(Reduction::Min, &self.inner, axis, keepdims).map(PyArray::from))
+    }
+    #[pyo3(signature = (*, stream = None))]
+    fn abs(&self, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::abs(&self.inner).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (*, stream = None))]
+    fn exp(&self, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::exp(&self.inner).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (*, stream = None))]
+    fn log(&self, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::log(&self.inner).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (*, stream = None))]
+    fn sqrt(&self, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::sqrt(&self.inner).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (*, stream = None))]
+    fn rsqrt(&self, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::rsqrt(&self.inner).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (*, stream = None))]
+    fn sin(&self, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::sin(&self.inner).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (*, stream = None))]
+    fn cos(&self, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::cos(&self.inner).py().map(PyArray::from))
+    }
+
+    /// `array(val, dtype=None)`: from a Python scalar, a nested list or
+    /// tuple, a NumPy array or another array.
+    #[new]
+    #[pyo3(signature = (val, dtype = None))]
+    fn new(val: &Bound<'_, PyAny>, dtype: Option<PyDtype>) -> PyResult<PyArray> {
+        to_array(val, dtype.map(|d| d.0)).map(PyArray::from)
+    }
+
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.shape())
+    }
+
+    #[getter]
+    fn dtype(&self) -> PyDtype {
+        PyDtype(self.inner.dtype())
+    }
+
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.ndim()
+    }
+
+    #[getter]
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.inner.dtype().size()
+    }
+
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.inner.nbytes()
+    }
+
+    /// The transpose (axes reversed).
+    #[getter(T)]
+    fn t(&self) -> PyResult<PyArray> {
+        ops::transpose(&self.inner, &[]).py().map(PyArray::from)
+    }
+
+    /// The one element as a Python scalar (evaluates).
+    fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        item(py, &self.inner)
+    }
+
+    /// Nested lists of Python scalars (evaluates).
+    fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        tolist(py, &self.inner)
+    }
+
+    #[pyo3(signature = (dtype, stream = None))]
+    fn astype(&self, dtype: PyDtype, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::astype(&self.inner, dtype.0).py().map(PyArray::from))
+    }
+
+    /// `a.reshape(2, 3)` or `a.reshape((2, 3))`.
+    #[pyo3(signature = (*shape, stream = None))]
+    fn reshape(&self, shape: &Bound<'_, PyTuple>, stream: Stream) -> PyResult<PyArray> {
+        let shape = varargs_ints(shape)?;
+        on_stream(&stream, || ops::reshape(&self.inner, &shape).py().map(PyArray::from))
+    }
+
+    /// `a.transpose()`, `a.transpose(1, 0)` or `a.transpose((1, 0))`.
+    #[pyo3(signature = (*axes, stream = None))]
+    fn transpose(&self, axes: &Bound<'_, PyTuple>, stream: Stream) -> PyResult<PyArray> {
+        let axes = varargs_ints(axes)?;
+        on_stream(&stream, || ops::transpose(&self.inner, &axes).py().map(PyArray::from))
+    }
+
+    #[pyo3(signature = (axis1, axis2, *, stream = None))]
+    fn swapaxes(&self, axis1: isize, axis2: isize, stream: Stream) -> PyResult<PyArray> {
+        let n = self.inner.ndim() as isize;
+        let norm = |a: isize| if a < 0 { a + n } else { a };
+        let (a1, a2) = (norm(axis1), norm(axis2));
+        if !(0..n).contains(&a1) || !(0..n).contains(&a2) {
+            return Err(PyValueError::new_err(format!("swapaxes: axes ({axis1}, {axis2}) out of range for {n} dimensions")));
+        }
+        let mut perm: Vec<isize> = (0..n).collect();
+        perm.swap(a1 as usize, a2 as usize);
+        on_stream(&stream, || ops::transpose(&self.inner, &perm).py().map(PyArray::from))
+    }
+
+    #[pyo3(signature = (axis = None, *, stream = None))]
+    fn squeeze(&self, axis: Option<Axes>, stream: Stream) -> PyResult<PyArray> {
+        let axes = axis.map(|a| a.to_vec()).unwrap_or_default();
+        on_stream(&stream, || ops::squeeze(&self.inner, &axes).py().map(PyArray::from))
+    }
+
+    #[pyo3(signature = (start_axis = 0, end_axis = -1, *, stream = None))]
+    fn flatten(&self, start_axis: isize, end_axis: isize, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || flatten_of(&self.inner, start_axis, end_axis).map(PyArray::from))
+    }
+
+    #[pyo3(signature = (axis, *, stream = None))]
+    fn expand_dims(&self, axis: Axes, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || expand_dims_of(&self.inner, axis).map(PyArray::from))
+    }
+
+    #[pyo3(signature = (*, stream = None))]
+    fn square(&self, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::multiply(&self.inner, &self.inner).py().map(PyArray::from))
+    }
+
+    #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
+    fn argmax(&self, axis: Option<isize>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::argmax(&self.inner, axis, keepdims).py().map(PyArray::from))
+    }
+
+    #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
+    fn argmin(&self, axis: Option<isize>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::argmin(&self.inner, axis, keepdims).py().map(PyArray::from))
+    }
+
+    fn __neg__(&self) -> PyResult<PyArray> {
+        ops::negative(&self.inner).py().map(PyArray::from)
+    }
+
+    fn __abs__(&self) -> PyResult<PyArray> {
+        ops::abs(&self.inner).py().map(PyArray::from)
+    }
+
+    fn __richcmp__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
+        let f = match op {
+            CompareOp::Eq => ops::equal,
+            CompareOp::Ne => ops::not_equal,
+            CompareOp::Lt => ops::less,
+            CompareOp::Le => ops::less_equal,
+            CompareOp::Gt => ops::greater,
+            CompareOp::Ge => ops::greater_equal,
+        };
+        binop(slf.as_any(), other, f)
+    }
+
+    /// Arrays hash by identity, as in MLX (`==` builds an array).
+    fn __hash__(slf: &Bound<'_, Self>) -> isize {
+        slf.as_ptr() as isize
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        match self.inner.shape().first() {
+            Some(&n) => Ok(n),
+            None => Err(PyTypeError::new_err("len() 0-dimensional array.")),
+        }
+    }
+
+    fn __iter__(slf: &Bound<'_, Self>) -> PyResult<ArrayIterator> {
+        let a = slf.get();
+        let len = a.__len__()?;
+        Ok(ArrayIterator { array: a.inner.clone(), next: 0, len })
+    }
+
+    fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        crate::indexing::get_item(&self.inner, key).map(PyArray::from)
+    }
+
+    fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {
+        if self.inner.size() != 1 {
+            return Err(PyValueError::new_err(
+                "The truth value of an array with more than one element is ambiguous.",
+            ));
+        }
+        let b = ops::astype(&self.inner, Dtype::Bool).py()?;
+        py.detach(|| b.item::<bool>()).map_err(eval_error)
+    }
+
+    fn __float__(&self, py: Python<'_>) -> PyResult<f64> {
+        item(py, &self.inner)?.extract()
+    }
+
+    fn __int__(&self, py: Python<'_>) -> PyResult<i64> {
+        let v = item(py, &self.inner)?;
+        v.call_method0("__int__")?.extract()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        crate::repr::repr(py, &self.inner)
+    }
+
+    /// `numpy.array(a)` and `numpy.asarray(a)`: a NumPy copy.
+    #[pyo3(signature = (dtype = None, copy = None))]
+    fn __array__<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = copy; // The result is always a new array.
+        let out = to_numpy(py, &self.inner)?;
+        match dtype {
+            Some(d) => out.call_method1("astype", (d,)),
+            None => Ok(out),
+        }
+    }
+
+    /// The stream this array is computed on.
+    #[getter]
+    fn stream(&self) -> crate::device::PyStream {
+        crate::device::PyStream(self.inner.stream())
+    }
+}
+
+/// Iterates over the first axis: `a[0]`, `a[1]`, ...
+#[pyclass(module = "weft.core")]
+pub struct ArrayIterator {
+    array: Array,
+    next: usize,
+    len: usize,
+}
+
+#[pymethods]
+impl ArrayIterator {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self) -> PyResult<Option<PyArray>> {
+        if self.next >= self.len {
+            return Ok(None);
+        }
+        let i = self.next as isize;
+        self.next += 1;
+        let row = ops::slice(&self.array, &[ops::SliceArg::range(i, i + 1)]).py()?;
+        let shape: Vec<isize> = row.shape()[1..].iter().map(|&d| d as isize).collect();
+        ops::reshape(&row, &shape).py().map(|a| Some(PyArray::from(a)))
+    }
+}

@@ -1,0 +1,343 @@
+//! Python values to arrays (scalars, nested lists, NumPy arrays) and back
+//! (`item`, `tolist`, `__array__`). Waiting for and copying array data
+//! happens with the GIL released.
+
+use crate::array::PyArray;
+use crate::errors::{eval_error, OpResult};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyList, PySequence, PyTuple};
+use weft::buffer::CpuElement;
+use weft::dtype::Element;
+use weft::{ops, Array, Dtype};
+
+/// Runs `$body` with `$T` bound to the Rust element type of dtype `$d`.
+macro_rules! with_dtype {
+    ($d:expr, $T:ident => $body:expr) => {
+        match $d {
+            Dtype::Bool => { type $T = bool; $body }
+            Dtype::U8 => { type $T = u8; $body }
+            Dtype::U32 => { type $T = u32; $body }
+            Dtype::I32 => { type $T = i32; $body }
+            Dtype::I64 => { type $T = i64; $body }
+            Dtype::F16 => { type $T = half::f16; $body }
+            Dtype::BF16 => { type $T = half::bf16; $body }
+            Dtype::F32 => { type $T = f32; $body }
+            Dtype::F64 => { type $T = f64; $body }
+        }
+    };
+}
+pub(crate) use with_dtype;
+
+/// A Python scalar: `bool`, `int` or `float`.
+#[derive(Clone, Copy, Debug)]
+pub enum Scalar {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+}
+
+impl Scalar {
+    /// `ob` as a scalar, if it is a Python bool, int or float (NumPy's
+    /// `float64` and `bool_`-free integer subclasses included).
+    pub fn extract(ob: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
+        if ob.is_instance_of::<PyBool>() {
+            return Ok(Some(Scalar::Bool(ob.extract()?)));
+        }
+        if ob.is_instance_of::<PyInt>() {
+            return Ok(Some(Scalar::Int(ob.extract()?)));
+        }
+        if ob.is_instance_of::<PyFloat>() {
+            return Ok(Some(Scalar::Float(ob.extract()?)));
+        }
+        Ok(None)
+    }
+
+    /// The dtype MLX gives a Python scalar standing alone.
+    pub fn default_dtype(self) -> Dtype {
+        match self {
+            Scalar::Bool(_) => Dtype::Bool,
+            Scalar::Int(i) if i32::try_from(i).is_err() => Dtype::I64,
+            Scalar::Int(_) => Dtype::I32,
+            Scalar::Float(_) => Dtype::F32,
+        }
+    }
+
+    /// The dtype a Python scalar takes next to an array of dtype `other`
+    /// (MLX's weak scalar typing): an int keeps an integer or float array's
+    /// type, a float keeps a float array's type, a bool keeps any type.
+    pub fn weak_dtype(self, other: Dtype) -> Dtype {
+        match self {
+            Scalar::Bool(_) => Dtype::Bool,
+            Scalar::Int(_) if other == Dtype::Bool => self.default_dtype(),
+            Scalar::Int(_) => other,
+            Scalar::Float(_) if other.is_float() => other,
+            Scalar::Float(_) => Dtype::F32,
+        }
+    }
+
+    fn cast<T: Element>(self) -> T {
+        match self {
+            Scalar::Bool(b) => T::from_i64(b as i64),
+            Scalar::Int(i) => T::from_i64(i),
+            Scalar::Float(f) => T::from_f64(f),
+        }
+    }
+
+    /// A 0-d array holding this value as `dtype`.
+    pub fn to_array(self, dtype: Dtype) -> Array {
+        with_dtype!(dtype, T => Array::scalar(self.cast::<T>()))
+    }
+}
+
+/// `ob` as an array: an `array` (cast to `dtype` if given), a Python scalar,
+/// a nested list or tuple, or anything NumPy can convert.
+pub fn to_array(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>) -> PyResult<Array> {
+    let py = ob.py();
+    if let Ok(a) = ob.cast::<PyArray>() {
+        let a = a.get().inner.clone();
+        return match dtype {
+            Some(d) => ops::astype(&a, d).py(),
+            None => Ok(a),
+        };
+    }
+    if let Some(s) = Scalar::extract(ob)? {
+        return Ok(s.to_array(dtype.unwrap_or_else(|| s.default_dtype())));
+    }
+    if ob.is_instance_of::<PyList>() || ob.is_instance_of::<PyTuple>() {
+        return from_sequence(ob, dtype);
+    }
+    if ob.hasattr("__array_interface__")? || ob.hasattr("__array__")? {
+        let a = from_numpy(ob)?;
+        return match dtype {
+            Some(d) if d != a.dtype() => {
+                let a = ops::astype(&a, d).py()?;
+                py.detach(|| a.eval()).map_err(eval_error)?;
+                Ok(a)
+            }
+            _ => Ok(a),
+        };
+    }
+    Err(PyTypeError::new_err(format!(
+        "cannot make an array from an object of type {}",
+        ob.get_type().name()?
+    )))
+}
+
+/// A nested list of scalars was found to hold arrays: stack them instead.
+struct HoldsArrays;
+
+/// Walks a nested sequence: its shape, and its scalars in row-major order.
+fn walk(
+    ob: &Bound<'_, PyAny>,
+    depth: usize,
+    shape: &mut Vec<usize>,
+    leaf_depth: &mut Option<usize>,
+    leaves: &mut Vec<Scalar>,
+) -> PyResult<Result<(), HoldsArrays>> {
+    let ragged = || PyValueError::new_err("Initialization encountered non-uniform length.");
+    if ob.is_instance_of::<PyList>() || ob.is_instance_of::<PyTuple>() {
+        let seq = ob.cast::<PySequence>()?;
+        let n = seq.len()?;
+        if shape.len() == depth {
+            if leaf_depth.is_some_and(|d| d <= depth) {
+                return Err(ragged());
+            }
+            shape.push(n);
+        } else if shape[depth] != n {
+            return Err(ragged());
+        }
+        for item in seq.try_iter()? {
+            if walk(&item?, depth + 1, shape, leaf_depth, leaves)?.is_err() {
+                return Ok(Err(HoldsArrays));
+            }
+        }
+        return Ok(Ok(()));
+    }
+    let Some(s) = Scalar::extract(ob)? else {
+        if ob.is_instance_of::<PyArray>() || ob.hasattr("__array_interface__")? {
+            return Ok(Err(HoldsArrays));
+        }
+        return Err(PyTypeError::new_err(format!(
+            "cannot make an array element from an object of type {}",
+            ob.get_type().name()?
+        )));
+    };
+    match *leaf_depth {
+        None if shape.len() > depth => return Err(ragged()),
+        None => *leaf_depth = Some(depth),
+        Some(d) if d != depth => return Err(ragged()),
+        Some(_) => {}
+    }
+    leaves.push(s);
+    Ok(Ok(()))
+}
+
+fn from_sequence(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>) -> PyResult<Array> {
+    let (mut shape, mut leaves) = (Vec::new(), Vec::new());
+    if walk(ob, 0, &mut shape, &mut None, &mut leaves)?.is_err() {
+        return stack_sequence(ob, dtype);
+    }
+    let dtype = dtype.unwrap_or_else(|| {
+        let any = |f: fn(&Scalar) -> bool| leaves.iter().any(f);
+        if leaves.is_empty() || any(|s| matches!(s, Scalar::Float(_))) {
+            Dtype::F32
+        } else if any(|s| matches!(s, Scalar::Int(_))) {
+            if any(|s| s.default_dtype() == Dtype::I64) { Dtype::I64 } else { Dtype::I32 }
+        } else {
+            Dtype::Bool
+        }
+    });
+    with_dtype!(dtype, T => Array::from_vec(leaves.iter().map(|s| s.cast::<T>()).collect::<Vec<T>>(), &shape).py())
+}
+
+/// A list whose elements are arrays (or hold them): the elements stacked
+/// along a new first axis.
+fn stack_sequence(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>) -> PyResult<Array> {
+    let parts = ob
+        .cast::<PySequence>()?
+        .try_iter()?
+        .map(|item| to_array(&item?, dtype))
+        .collect::<PyResult<Vec<_>>>()?;
+    if parts.iter().any(|p| p.shape() != parts[0].shape()) {
+        return Err(PyValueError::new_err("Initialization encountered non-uniform length."));
+    }
+    stack(&parts, 0)
+}
+
+/// `arrays` joined along a new axis `axis`.
+pub fn stack(arrays: &[Array], axis: isize) -> PyResult<Array> {
+    let parts = arrays.iter().map(|a| ops::expand_dims(a, axis)).collect::<weft::Result<Vec<_>>>().py()?;
+    ops::concatenate(&parts, axis).py()
+}
+
+/// A NumPy array (or anything `numpy.asarray` accepts) as an array, with
+/// MLX's dtype rules: float64 becomes float32.
+fn from_numpy(ob: &Bound<'_, PyAny>) -> PyResult<Array> {
+    let py = ob.py();
+    let np = py.import("numpy")?;
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("order", "C")?;
+    let mut arr = np.call_method("asarray", (ob,), Some(&kwargs))?;
+    let name: String = arr.getattr("dtype")?.getattr("name")?.extract()?;
+    let widened = match name.as_str() {
+        "int8" | "int16" => Some("int32"),
+        "uint16" => Some("uint32"),
+        _ => None,
+    };
+    if let Some(w) = widened {
+        arr = arr.call_method1("astype", (w,))?;
+    }
+    let name: String = arr.getattr("dtype")?.getattr("name")?.extract()?;
+    let Some(dtype) = Dtype::from_name(&name) else {
+        return Err(PyValueError::new_err(format!("cannot convert a NumPy array of dtype {name} to a weft array")));
+    };
+    let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
+    let bytes = arr.call_method0("tobytes")?;
+    let bytes = bytes.cast::<PyBytes>()?.as_bytes();
+    let a = with_dtype!(dtype, T => Array::from_vec(copy_detached(py, bytes, from_bytes::<T>), &shape).py()?);
+    if dtype == Dtype::F64 {
+        let a = ops::astype(&a, Dtype::F32).py()?;
+        py.detach(|| a.eval()).map_err(eval_error)?;
+        return Ok(a);
+    }
+    Ok(a)
+}
+
+/// `f(bytes)` with the GIL released.
+fn copy_detached<R: Send>(py: Python<'_>, bytes: &[u8], f: fn(&[u8]) -> R) -> R {
+    let (ptr, len) = (bytes.as_ptr() as usize, bytes.len());
+    py.detach(move || {
+        // SAFETY: `bytes` is the buffer of a Python `bytes` object the caller
+        // holds a reference to for the whole call, and `bytes` objects are
+        // immutable: the memory stays valid and unchanged without the GIL.
+        let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+        f(bytes)
+    })
+}
+
+/// Elements of type `T` copied out of native-endian `bytes`.
+fn from_bytes<T: CpuElement>(bytes: &[u8]) -> Vec<T> {
+    let n = bytes.len() / std::mem::size_of::<T>();
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    // SAFETY: `v` has room for `n` elements, `bytes` holds `n * size_of::<T>()`
+    // bytes, and every element type is plain data for which any bit pattern
+    // NumPy wrote is valid (NumPy's bools are 0 or 1, as Rust's).
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr().cast::<u8>(), n * std::mem::size_of::<T>());
+        v.set_len(n);
+    }
+    v
+}
+
+/// The bytes of `v`'s elements.
+fn as_bytes<T: CpuElement>(v: &[T]) -> &[u8] {
+    // SAFETY: element types are plain data without padding; the slice
+    // covers exactly the memory of `v`.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+/// The elements of `a` (evaluating it first), with the GIL released.
+pub fn read<T: CpuElement>(py: Python<'_>, a: &Array) -> PyResult<Vec<T>> {
+    py.detach(|| a.to_vec::<T>()).map_err(eval_error)
+}
+
+/// One element as a Python `bool`, `int` or `float`, by dtype.
+fn py_scalar<'py, T: Element>(py: Python<'py>, v: T, dtype: Dtype) -> PyResult<Bound<'py, PyAny>> {
+    Ok(if dtype == Dtype::Bool {
+        PyBool::new(py, v.to_i64() != 0).to_owned().into_any()
+    } else if dtype.is_float() {
+        PyFloat::new(py, v.to_f64()).into_any()
+    } else {
+        v.to_i64().into_pyobject(py)?.into_any()
+    })
+}
+
+/// `a.item()`: the one element as a Python scalar.
+pub fn item<'py>(py: Python<'py>, a: &Array) -> PyResult<Bound<'py, PyAny>> {
+    if a.size() != 1 {
+        return Err(PyValueError::new_err("item can only be called on arrays of size 1."));
+    }
+    with_dtype!(a.dtype(), T => py_scalar(py, read::<T>(py, a)?[0], a.dtype()))
+}
+
+/// `a.tolist()`: nested lists of Python scalars (a scalar for a 0-d array).
+pub fn tolist<'py>(py: Python<'py>, a: &Array) -> PyResult<Bound<'py, PyAny>> {
+    fn nest<'py, T: Element>(py: Python<'py>, v: &[T], shape: &[usize], dtype: Dtype) -> PyResult<Bound<'py, PyAny>> {
+        match shape {
+            [] => py_scalar(py, v[0], dtype),
+            [_] => Ok(PyList::new(py, v.iter().map(|&x| py_scalar(py, x, dtype)).collect::<PyResult<Vec<_>>>()?)?.into_any()),
+            [n, rest @ ..] => {
+                let step: usize = rest.iter().product();
+                let items = (0..*n)
+                    .map(|i| nest(py, &v[i * step..(i + 1) * step], rest, dtype))
+                    .collect::<PyResult<Vec<_>>>()?;
+                Ok(PyList::new(py, items)?.into_any())
+            }
+        }
+    }
+    with_dtype!(a.dtype(), T => nest(py, &read::<T>(py, a)?, a.shape(), a.dtype()))
+}
+
+/// `numpy.array(a)`: a new, writable NumPy array with `a`'s dtype.
+pub fn to_numpy<'py>(py: Python<'py>, a: &Array) -> PyResult<Bound<'py, PyAny>> {
+    if a.dtype() == Dtype::BF16 {
+        return Err(PyValueError::new_err(
+            "NumPy has no bfloat16: convert the array to float32 or float16 first",
+        ));
+    }
+    let np = py.import("numpy")?;
+    let bytes = with_dtype!(a.dtype(), T => {
+        let v = read::<T>(py, a)?;
+        let src = as_bytes(&v);
+        let out = PyByteArray::new_with(py, src.len(), |_| Ok(()))?;
+        let (dst, src, n) = (out.data() as usize, src.as_ptr() as usize, src.len());
+        // SAFETY: `out` was just made here and no Python code has seen it, so
+        // nothing can resize or read it while the GIL is released; it holds
+        // `n` bytes, as `v` (alive until the end of this block) does.
+        py.detach(move || unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) });
+        out
+    });
+    let flat = np.call_method1("frombuffer", (bytes, a.dtype().name()))?;
+    flat.call_method1("reshape", (PyTuple::new(py, a.shape())?,))
+}

@@ -1,0 +1,34 @@
+//! `weft.core`: Python bindings with mlx.core's API. Streams and arrays work
+//! from any Python thread; the GIL is released while weft evaluates, waits
+//! or copies array data.
+//!
+//! Layout: `array.rs` (the array class), `ops.rs` (module-level ops),
+//! `indexing.rs`, `convert.rs` (Python values <-> arrays), `device.rs`
+//! (devices and streams), `runtime.rs` (eval, memory), `dtype.rs`,
+//! `args.rs` (shared argument types), `errors.rs`, `repr.rs`.
+
+mod args;
+mod array;
+mod convert;
+mod device;
+mod dtype;
+mod errors;
+mod indexing;
+mod ops;
+mod repr;
+mod runtime;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+#[pyo3(name = "core")]
+fn weft_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<array::PyArray>()?;
+    m.add_class::<array::ArrayIterator>()?;
+    dtype::register(m)?;
+    device::register(m)?;
+    ops::register(m)?;
+    runtime::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,404 @@
+//! The module-level ops (`weft.core.add`, `weft.core.sum`, ...), with
+//! mlx.core's names, signatures and defaults. Each takes `stream=` (a Stream
+//! or a Device) and builds its graph on that stream. Binding a new weft op is
+//! one function here and one line in `register`.
+
+use crate::args::{operands, Axes, Shape};
+use crate::array::PyArray;
+use crate::convert::{stack as stack_arrays, to_array, Scalar};
+use crate::device::{on_stream, StreamOrDevice};
+use crate::dtype::PyDtype;
+use crate::errors::OpResult;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use weft::{ops, Array, Dtype};
+
+type Any<'py> = Bound<'py, PyAny>;
+type Stream = Option<StreamOrDevice>;
+
+macro_rules! unary {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {$(
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(signature = (a, /, *, stream = None))]
+        pub fn $name(a: &Any<'_>, stream: Stream) -> PyResult<PyArray> {
+            on_stream(&stream, || ops::$name(&to_array(a, None)?).py().map(PyArray::from))
+        }
+    )*};
+}
+
+unary! {
+    /// `-a`.
+    negative,
+    abs,
+    exp,
+    log,
+    sqrt,
+    /// `1 / sqrt(a)`.
+    rsqrt,
+    tanh,
+    /// `1 / (1 + exp(-a))`.
+    sigmoid,
+    sin,
+    cos,
+}
+
+macro_rules! binary {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {$(
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(signature = (a, b, /, *, stream = None))]
+        pub fn $name(a: &Any<'_>, b: &Any<'_>, stream: Stream) -> PyResult<PyArray> {
+            on_stream(&stream, || {
+                let (a, b) = operands(a, b)?;
+                ops::$name(&a, &b).py().map(PyArray::from)
+            })
+        }
+    )*};
+}
+
+binary! {
+    add,
+    subtract,
+    multiply,
+    /// True division: integers divide in float32.
+    divide,
+    /// `a ** b`.
+    power,
+    maximum,
+    minimum,
+    equal,
+    not_equal,
+    less,
+    less_equal,
+    greater,
+    greater_equal,
+}
+
+/// `a @ b`.
+#[pyfunction]
+#[pyo3(signature = (a, b, /, *, stream = None))]
+pub fn matmul(a: &Any<'_>, b: &Any<'_>, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || ops::matmul(&to_array(a, None)?, &to_array(b, None)?).py().map(PyArray::from))
+}
+
+/// Elements of `x` where `condition` is true, of `y` elsewhere.
+#[pyfunction(name = "where")]
+#[pyo3(signature = (condition, x, y, /, *, stream = None))]
+pub fn where_(condition: &Any<'_>, x: &Any<'_>, y: &Any<'_>, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || {
+        let (x, y) = operands(x, y)?;
+        ops::where_(&to_array(condition, None)?, &x, &y).py().map(PyArray::from)
+    })
+}
+
+/// Which reduction `reduce` computes.
+#[derive(Clone, Copy)]
+pub enum Reduction {
+    Sum,
+    Mean,
+    Max,
+    Min,
+}
+
+/// A reduction over `axis` (every axis when `None`).
+pub fn reduce(op: Reduction, a: &Array, axis: Option<Axes>, keepdims: bool) -> PyResult<Array> {
+    let axes = match axis {
+        None => Vec::new(),
+        // An empty list reduces over no axis.
+        Some(Axes::Many(v)) if v.is_empty() => return Ok(a.clone()),
+        Some(ax) => ax.to_vec(),
+    };
+    let f = match op {
+        Reduction::Sum => ops::sum,
+        Reduction::Mean => ops::mean,
+        Reduction::Max => ops::max,
+        Reduction::Min => ops::min,
+    };
+    f(a, &axes, keepdims).py()
+}
+
+macro_rules! reduction {
+    ($($name:ident => $op:ident),* $(,)?) => {$(
+        #[pyfunction]
+        #[pyo3(signature = (a, /, axis = None, keepdims = false, *, stream = None))]
+        pub fn $name(a: &Any<'_>, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+            on_stream(&stream, || reduce(Reduction::$op, &to_array(a, None)?, axis, keepdims).map(PyArray::from))
+        }
+    )*};
+}
+
+reduction! { sum => Sum, mean => Mean, max => Max, min => Min }
+
+/// Index of the largest element along `axis` (of the flattened array when `None`).
+#[pyfunction]
+#[pyo3(signature = (a, /, axis = None, keepdims = false, *, stream = None))]
+pub fn argmax(a: &Any<'_>, axis: Option<isize>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || ops::argmax(&to_array(a, None)?, axis, keepdims).py().map(PyArray::from))
+}
+
+/// Index of the smallest element along `axis` (of the flattened array when `None`).
+#[pyfunction]
+#[pyo3(signature = (a, /, axis = None, keepdims = false, *, stream = None))]
+pub fn argmin(a: &Any<'_>, axis: Option<isize>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || ops::argmin(&to_array(a, None)?, axis, keepdims).py().map(PyArray::from))
+}
+
+#[pyfunction]
+#[pyo3(signature = (a, /, shape, *, stream = None))]
+pub fn reshape(a: &Any<'_>, shape: Shape, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || ops::reshape(&to_array(a, None)?, &shape.0).py().map(PyArray::from))
+}
+
+/// Permutes the axes (reverses them when `axes` is None).
+#[pyfunction]
+#[pyo3(signature = (a, /, axes = None, *, stream = None))]
+pub fn transpose(a: &Any<'_>, axes: Option<Vec<isize>>, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || {
+        let a = to_array(a, None)?;
+        if axes.as_ref().is_some_and(|p| p.is_empty() && a.ndim() > 0) {
+            return Err(pyo3::exceptions::PyValueError::new_err("transpose: axes do not match the array's dimensions"));
+        }
+        ops::transpose(&a, axes.as_deref().unwrap_or(&[])).py().map(PyArray::from)
+    })
+}
+
+#[pyfunction]
+#[pyo3(signature = (a, /, shape, *, stream = None))]
+pub fn broadcast_to(a: &Any<'_>, shape: Shape, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || ops::broadcast_to(&to_array(a, None)?, &shape.dims()?).py().map(PyArray::from))
+}
+
+fn arrays_of(arrays: &Any<'_>) -> PyResult<Vec<Array>> {
+    arrays.try_iter()?.map(|a| to_array(&a?, None)).collect()
+}
+
+/// Joins arrays along `axis` (flattened first when `axis` is None).
+#[pyfunction]
+#[pyo3(signature = (arrays, axis = Some(0), *, stream = None))]
+pub fn concatenate(arrays: &Any<'_>, axis: Option<isize>, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || {
+        let mut parts = arrays_of(arrays)?;
+        let axis = match axis {
+            Some(ax) => ax,
+            None => {
+                parts = parts.iter().map(|a| ops::reshape(a, &[-1])).collect::<weft::Result<_>>().py()?;
+                0
+            }
+        };
+        ops::concatenate(&parts, axis).py().map(PyArray::from)
+    })
+}
+
+/// Joins arrays of one shape along a new axis.
+#[pyfunction]
+#[pyo3(signature = (arrays, axis = 0, *, stream = None))]
+pub fn stack(arrays: &Any<'_>, axis: isize, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || {
+        let parts = arrays_of(arrays)?;
+        if parts.is_empty() {
+            return Err(pyo3::exceptions::PyValueError::new_err("stack needs at least one array"));
+        }
+        if parts.iter().any(|p| p.shape() != parts[0].shape()) {
+            return Err(pyo3::exceptions::PyValueError::new_err("stack: all arrays must have the same shape"));
+        }
+        stack_arrays(&parts, axis).map(PyArray::from)
+    })
+}
+
+/// `a` with size-1 axes inserted at `axis` (positions in the result).
+pub fn expand_dims_of(a: &Array, axis: Axes) -> PyResult<Array> {
+    let axes = axis.to_vec();
+    let out_ndim = (a.ndim() + axes.len()) as isize;
+    let mut norm = Vec::with_capacity(axes.len());
+    for ax in axes {
+        let n = if ax < 0 { ax + out_ndim } else { ax };
+        if n < 0 || n >= out_ndim {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "expand_dims: axis {ax} is out of range for the result's {out_ndim} dimensions"
+            )));
+        }
+        norm.push(n);
+    }
+    norm.sort_unstable();
+    if norm.windows(2).any(|w| w[0] == w[1]) {
+        return Err(pyo3::exceptions::PyValueError::new_err("expand_dims: repeated axis"));
+    }
+    let mut out = a.clone();
+    for ax in norm {
+        out = ops::expand_dims(&out, ax).py()?;
+    }
+    Ok(out)
+}
+
+#[pyfunction]
+#[pyo3(signature = (a, /, axis, *, stream = None))]
+pub fn expand_dims(a: &Any<'_>, axis: Axes, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || expand_dims_of(&to_array(a, None)?, axis).map(PyArray::from))
+}
+
+/// Removes size-1 axes: those in `axis`, or all of them.
+#[pyfunction]
+#[pyo3(signature = (a, /, axis = None, *, stream = None))]
+pub fn squeeze(a: &Any<'_>, axis: Option<Axes>, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || {
+        let a = to_array(a, None)?;
+        match axis {
+            Some(Axes::Many(v)) if v.is_empty() => Ok(a.into()),
+            axis => ops::squeeze(&a, &axis.map(|x| x.to_vec()).unwrap_or_default()).py().map(PyArray::from),
+        }
+    })
+}
+
+/// Axes `start_axis..=end_axis` merged into one.
+pub fn flatten_of(a: &Array, start_axis: isize, end_axis: isize) -> PyResult<Array> {
+    if a.ndim() == 0 {
+        return ops::reshape(a, &[1]).py();
+    }
+    let n = a.ndim() as isize;
+    let norm = |ax: isize| if ax < 0 { ax + n } else { ax };
+    let (s, e) = (norm(start_axis), norm(end_axis));
+    if s < 0 || e >= n || s > e {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "flatten: invalid axes ({start_axis}, {end_axis}) for an array of {n} dimensions"
+        )));
+    }
+    let dims: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
+    let (s, e) = (s as usize, e as usize);
+    let mut shape = dims[..s].to_vec();
+    shape.push(dims[s..=e].iter().product());
+    shape.extend_from_slice(&dims[e + 1..]);
+    ops::reshape(a, &shape).py()
+}
+
+#[pyfunction]
+#[pyo3(signature = (a, /, start_axis = 0, end_axis = -1, *, stream = None))]
+pub fn flatten(a: &Any<'_>, start_axis: isize, end_axis: isize, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || flatten_of(&to_array(a, None)?, start_axis, end_axis).map(PyArray::from))
+}
+
+#[pyfunction]
+#[pyo3(signature = (a, /, dtype, *, stream = None))]
+pub fn astype(a: &Any<'_>, dtype: PyDtype, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || ops::astype(&to_array(a, None)?, dtype.0).py().map(PyArray::from))
+}
+
+/// `a * a`.
+#[pyfunction]
+#[pyo3(signature = (a, /, *, stream = None))]
+pub fn square(a: &Any<'_>, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || {
+        let a = to_array(a, None)?;
+        ops::multiply(&a, &a).py().map(PyArray::from)
+    })
+}
+
+fn filled(shape: &[usize], value: Scalar, dtype: Dtype) -> PyResult<Array> {
+    ops::broadcast_to(&value.to_array(dtype), shape).py()
+}
+
+#[pyfunction]
+#[pyo3(signature = (shape, dtype = PyDtype(Dtype::F32), *, stream = None))]
+pub fn zeros(shape: Shape, dtype: PyDtype, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || filled(&shape.dims()?, Scalar::Int(0), dtype.0).map(PyArray::from))
+}
+
+#[pyfunction]
+#[pyo3(signature = (shape, dtype = PyDtype(Dtype::F32), *, stream = None))]
+pub fn ones(shape: Shape, dtype: PyDtype, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || filled(&shape.dims()?, Scalar::Int(1), dtype.0).map(PyArray::from))
+}
+
+/// An array of `shape` filled with `vals` (a scalar, or an array broadcast to `shape`).
+#[pyfunction]
+#[pyo3(signature = (shape, vals, dtype = None, *, stream = None))]
+pub fn full(shape: Shape, vals: &Any<'_>, dtype: Option<PyDtype>, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || {
+        let v = to_array(vals, dtype.map(|d| d.0))?;
+        ops::broadcast_to(&v, &shape.dims()?).py().map(PyArray::from)
+    })
+}
+
+#[pyfunction]
+#[pyo3(signature = (a, /, *, stream = None))]
+pub fn zeros_like(a: &Any<'_>, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || {
+        let a = to_array(a, None)?;
+        filled(a.shape(), Scalar::Int(0), a.dtype()).map(PyArray::from)
+    })
+}
+
+#[pyfunction]
+#[pyo3(signature = (a, /, *, stream = None))]
+pub fn ones_like(a: &Any<'_>, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || {
+        let a = to_array(a, None)?;
+        filled(a.shape(), Scalar::Int(1), a.dtype()).map(PyArray::from)
+    })
+}
+
+fn number(ob: &Any<'_>, what: &str) -> PyResult<Scalar> {
+    match Scalar::extract(ob)? {
+        Some(Scalar::Bool(_)) | None => Err(PyTypeError::new_err(format!("arange: {what} must be an int or a float"))),
+        Some(s) => Ok(s),
+    }
+}
+
+fn as_f64(s: Scalar) -> f64 {
+    match s {
+        Scalar::Bool(b) => b as u8 as f64,
+        Scalar::Int(i) => i as f64,
+        Scalar::Float(f) => f,
+    }
+}
+
+/// `start, start + step, ...` below `stop`; `arange(stop)` starts at 0.
+/// Ints give int32, any float gives float32, unless `dtype` is given.
+#[pyfunction]
+#[pyo3(signature = (start, stop = None, step = None, dtype = None, *, stream = None))]
+pub fn arange(
+    start: &Any<'_>,
+    stop: Option<&Any<'_>>,
+    step: Option<&Any<'_>>,
+    dtype: Option<PyDtype>,
+    stream: Stream,
+) -> PyResult<PyArray> {
+    on_stream(&stream, || {
+        let first = number(start, "start")?;
+        let (start, stop) = match stop {
+            Some(stop) => (first, number(stop, "stop")?),
+            None => (Scalar::Int(0), first),
+        };
+        let step = match step {
+            Some(s) => number(s, "step")?,
+            None => Scalar::Int(1),
+        };
+        let any_float = [start, stop, step].iter().any(|s| matches!(s, Scalar::Float(_)));
+        let dtype = dtype.map(|d| d.0).unwrap_or(if any_float { Dtype::F32 } else { Dtype::I32 });
+        ops::arange(as_f64(start), as_f64(stop), as_f64(step), dtype).py().map(PyArray::from)
+    })
+}
+
+/// An `n x m` matrix with ones on diagonal `k`.
+#[pyfunction]
+#[pyo3(signature = (n, m = None, k = 0, dtype = PyDtype(Dtype::F32), *, stream = None))]
+pub fn eye(n: isize, m: Option<isize>, k: isize, dtype: PyDtype, stream: Stream) -> PyResult<PyArray> {
+    let m = m.unwrap_or(n);
+    if n < 0 || m < 0 {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("eye: negative dimensions ({n}, {m})")));
+    }
+    on_stream(&stream, || ops::eye(n as usize, m as usize, k, dtype.0).py().map(PyArray::from))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    macro_rules! add {
+        ($($f:ident),* $(,)?) => {$( m.add_function(wrap_pyfunction!($f, m)?)?; )*};
+    }
+    add!(negative, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, sin, cos, square);
+    add!(add, subtract, multiply, divide, power, maximum, minimum);
+    add!(equal, not_equal, less, less_equal, greater, greater_equal, where_, matmul);
+    add!(sum, mean, max, min, argmax, argmin);
+    add!(reshape, transpose, broadcast_to, concatenate, stack, expand_dims, squeeze, flatten, astype);
+    add!(zeros, ones, full, zeros_like, ones_like, arange, eye);
+    Ok(())
+}
