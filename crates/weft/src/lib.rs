@@ -24,6 +24,7 @@ pub mod buffer;
 pub mod gguf;
 pub mod device;
 pub mod dtype;
+pub mod io;
 mod error;
 pub mod ops;
 pub mod primitive;
@@ -33,6 +34,7 @@ pub mod stream;
 mod sync;
 
 pub use array::Array;
+pub use ops::{fast, random};
 pub use buffer::{active_memory, peak_memory, reset_peak_memory, set_memory_limit};
 pub use device::{default_device, set_default_device, Device, DeviceType};
 pub use dtype::Dtype;

@@ -52,6 +52,8 @@ unary_ops! {
     sigmoid => Sigmoid,
     sin => Sin,
     cos => Cos,
+    /// The error function `2/sqrt(pi) * integral_0^a e^(-t^2) dt`.
+    erf => Erf,
 }
 
 fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {

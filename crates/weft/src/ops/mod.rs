@@ -2,17 +2,29 @@
 //! them), applies NumPy broadcasting and MLX's type promotion, and returns a
 //! lazy [`Array`] on the calling thread's current stream. No op computes.
 
+mod activation;
 mod creation;
 mod elementwise;
+pub mod fast;
+mod indexing;
 mod matmul;
+mod normalize;
 mod overload;
+pub mod random;
 mod reduce;
+mod scan;
 mod shape;
+mod sort;
 
 pub use creation::{arange, eye, full, ones, zeros};
 pub use elementwise::*;
 pub use matmul::matmul;
 pub use reduce::{argmax, argmin, max, mean, min, sum};
+pub use activation::{gelu, gelu_approx, silu};
+pub use indexing::{slice_update, take, take_along_axis};
+pub use normalize::{logsumexp, softmax};
+pub use scan::cumsum;
+pub use sort::{argsort, sort, topk};
 pub use shape::{broadcast_to, concatenate, expand_dims, reshape, slice, squeeze, transpose, SliceArg};
 
 #[allow(unused_imports)]

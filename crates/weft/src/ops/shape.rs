@@ -88,7 +88,7 @@ impl SliceArg {
 
     /// (first index, length) of this slice on an axis of size `n`, as
     /// Python's `slice.indices` computes it.
-    fn resolve(self, n: usize) -> Result<(usize, usize)> {
+    pub(crate) fn resolve(self, n: usize) -> Result<(usize, usize)> {
         let (n, step) = (n as isize, self.step);
         if step == 0 {
             bail!(InvalidArgument, "slice step cannot be zero");

@@ -18,6 +18,8 @@ pub enum UnaryOp {
     Sigmoid,
     Sin,
     Cos,
+    /// The error function.
+    Erf,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -93,6 +95,39 @@ pub enum Primitive {
     Arange { start: f64, step: f64 },
     /// A contiguous copy of the input.
     Copy,
+    /// `take`: inputs (array, integer indices); the output is
+    /// `a.shape[..axis] ++ indices.shape ++ a.shape[axis + 1..]`.
+    Gather { axis: usize },
+    /// `take_along_axis`: inputs (array, integer indices broadcast to the
+    /// output shape); `a` broadcasts to the output except along `axis`.
+    GatherAxis { axis: usize },
+    /// Inputs (array, update): the array with the region `start::step` (of
+    /// the update's broadcast shape `region`) replaced by the update.
+    SliceUpdate { start: Vec<usize>, step: Vec<isize>, region: Vec<usize> },
+    /// Softmax along the last axis (float16/bfloat16 accumulate in float32).
+    Softmax,
+    /// `log(sum(exp(x)))` along the last axis, kept as size 1.
+    LogSumExp,
+    /// Cumulative sum along `axis`.
+    CumSum { axis: usize, reverse: bool, inclusive: bool },
+    /// Values sorted along the last axis (NaN last).
+    Sort,
+    /// `uint32` indices that sort the last axis (stable, NaN last).
+    ArgSort,
+    /// Counter-based random bits (`uint32`) from a key (input, `uint32[2]`):
+    /// threefry-2x32 (20 rounds) of the key on the counters `0..`.
+    RandomBits,
+    /// `fast::rms_norm` over the last axis; inputs (x[, weight]).
+    RmsNorm { eps: f32 },
+    /// `fast::layer_norm` over the last axis; inputs (x[, weight][, bias]).
+    LayerNorm { eps: f32, has_weight: bool, has_bias: bool },
+    /// `fast::rope` on `[..., L, D]`: rotates the first `dims` features of
+    /// each position `offset + l`.
+    Rope { dims: usize, traditional: bool, base: f32, scale: f32, offset: usize },
+    /// `fast::scaled_dot_product_attention` of q `[B, Hq, L, D]`, k `[B, Hk,
+    /// S, D]`, v `[B, Hk, S, Dv]` (Hq a multiple of Hk), and optionally an
+    /// additive (float) or keep (bool) mask broadcast to `[B, Hq, L, S]`.
+    Sdpa { scale: f32, causal: bool },
 }
 
 impl Primitive {
@@ -112,6 +147,19 @@ impl Primitive {
             Primitive::Concatenate { .. } => "Concatenate",
             Primitive::Arange { .. } => "Arange",
             Primitive::Copy => "Copy",
+            Primitive::Gather { .. } => "Gather",
+            Primitive::GatherAxis { .. } => "GatherAxis",
+            Primitive::SliceUpdate { .. } => "SliceUpdate",
+            Primitive::Softmax => "Softmax",
+            Primitive::LogSumExp => "LogSumExp",
+            Primitive::CumSum { .. } => "CumSum",
+            Primitive::Sort => "Sort",
+            Primitive::ArgSort => "ArgSort",
+            Primitive::RandomBits => "RandomBits",
+            Primitive::RmsNorm { .. } => "RmsNorm",
+            Primitive::LayerNorm { .. } => "LayerNorm",
+            Primitive::Rope { .. } => "Rope",
+            Primitive::Sdpa { .. } => "Sdpa",
         }
     }
 }

@@ -169,7 +169,8 @@ mod tests {
 }
 
 /// Model checks of the state machine: run with
-/// `RUSTFLAGS="--cfg loom" cargo test -p weft --lib loom`.
+/// `RUSTFLAGS="--cfg loom" cargo test -p weft-loom --release`
+/// (crates/weft-loom compiles this file on its own).
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;

@@ -7,14 +7,28 @@
 //! cores instead of oversubscribing them.
 
 mod arange;
+mod argsort;
 mod astype;
 mod binary;
 mod concatenate;
 mod copy;
+mod cumsum;
+mod gather;
+mod gather_axis;
+mod layer_norm;
+mod logsumexp;
 mod matmul;
 mod num;
+pub(crate) mod random_bits;
 mod reduce;
+mod rms_norm;
+mod rope;
+mod rows;
+mod sdpa;
 mod select;
+mod slice_update;
+mod softmax;
+mod sort;
 mod unary;
 
 use super::Encoder;
@@ -66,6 +80,28 @@ impl Encoder for CpuEncoder {
             Primitive::Reshape | Primitive::Copy => copy::copy(&inputs[0])?,
             Primitive::Concatenate { axis } => concatenate::concatenate(*axis, inputs, out)?,
             Primitive::Arange { start, step } => arange::arange(*start, *step, out)?,
+            Primitive::Gather { axis } => gather::gather(*axis, &inputs[0], &inputs[1], out)?,
+            Primitive::GatherAxis { axis } => gather_axis::gather_axis(*axis, &inputs[0], &inputs[1], out)?,
+            Primitive::SliceUpdate { start, step, region } => {
+                slice_update::slice_update(start, step, region, &inputs[0], &inputs[1], out)?
+            }
+            Primitive::Softmax => softmax::softmax(&inputs[0], out)?,
+            Primitive::LogSumExp => logsumexp::logsumexp(&inputs[0], out)?,
+            Primitive::CumSum { axis, reverse, inclusive } => {
+                cumsum::cumsum(*axis, *reverse, *inclusive, &inputs[0], out)?
+            }
+            Primitive::Sort => sort::sort(&inputs[0], out)?,
+            Primitive::ArgSort => argsort::argsort(&inputs[0], out)?,
+            Primitive::RandomBits => random_bits::random_bits(&inputs[0], out)?,
+            Primitive::RmsNorm { eps } => rms_norm::rms_norm(*eps, inputs, out)?,
+            Primitive::LayerNorm { eps, has_weight, has_bias } => {
+                layer_norm::layer_norm(*eps, *has_weight, *has_bias, inputs, out)?
+            }
+            Primitive::Rope { dims, traditional, base, scale, offset } => {
+                let p = rope::RopeParams { dims: *dims, traditional: *traditional, base: *base, scale: *scale, offset: *offset };
+                rope::rope(&p, &inputs[0], out)?
+            }
+            Primitive::Sdpa { scale, causal } => sdpa::sdpa(*scale, *causal, inputs, out)?,
             Primitive::Transpose { .. } | Primitive::BroadcastTo | Primitive::Slice { .. } => {
                 unreachable!("views always view")
             }

@@ -24,6 +24,7 @@ pub(crate) fn unary(op: UnaryOp, a: &Data, out: OutSpec<'_>) -> Result<CpuBuffer
                 UnaryOp::Sigmoid => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Sigmoid)),
                 UnaryOp::Sin => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Sin)),
                 UnaryOp::Cos => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Cos)),
+                UnaryOp::Erf => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Erf)),
             }
         };
     }

@@ -1,0 +1,149 @@
+//! Helpers shared by the row-wise kernels (softmax, norms, rope, sort,
+//! attention, ...): contiguous views of inputs, float accumulator types, and
+//! outputs filled one row at a time, in parallel when large.
+
+use super::{contiguous_slice, to_vec, PARALLEL_MIN};
+use crate::buffer::{CpuBuffer, CpuElement, Data};
+use crate::Result;
+use half::{bf16, f16};
+use rayon::prelude::*;
+use std::borrow::Cow;
+
+/// `data`'s elements in row-major order: borrowed when already contiguous.
+pub(crate) fn contiguous<T: CpuElement>(data: &Data) -> Cow<'_, [T]> {
+    match contiguous_slice::<T>(data) {
+        Some(s) => Cow::Borrowed(s),
+        None => Cow::Owned(to_vec::<T>(data)),
+    }
+}
+
+/// The float type a kernel accumulates in.
+pub(crate) trait Acc:
+    num_traits::Float + std::ops::AddAssign + std::ops::MulAssign + Send + Sync + 'static
+{
+    fn of_f64(v: f64) -> Self;
+}
+impl Acc for f32 {
+    #[inline(always)]
+    fn of_f64(v: f64) -> Self {
+        v as f32
+    }
+}
+impl Acc for f64 {
+    #[inline(always)]
+    fn of_f64(v: f64) -> Self {
+        v
+    }
+}
+
+/// A float element with its accumulator: `float16`/`bfloat16`/`float32`
+/// accumulate in `float32`, `float64` in `float64`.
+pub(crate) trait FloatElem: CpuElement {
+    type A: Acc;
+    fn to_acc(self) -> Self::A;
+    fn from_acc(a: Self::A) -> Self;
+}
+impl FloatElem for f32 {
+    type A = f32;
+    #[inline(always)]
+    fn to_acc(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn from_acc(a: f32) -> Self {
+        a
+    }
+}
+impl FloatElem for f64 {
+    type A = f64;
+    #[inline(always)]
+    fn to_acc(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn from_acc(a: f64) -> Self {
+        a
+    }
+}
+impl FloatElem for f16 {
+    type A = f32;
+    #[inline(always)]
+    fn to_acc(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn from_acc(a: f32) -> Self {
+        f16::from_f32(a)
+    }
+}
+impl FloatElem for bf16 {
+    type A = f32;
+    #[inline(always)]
+    fn to_acc(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn from_acc(a: f32) -> Self {
+        bf16::from_f32(a)
+    }
+}
+
+/// Runs `$body` with `$T` bound to the float type of `$dtype`; other dtypes
+/// fail with a dtype error naming `$what`.
+macro_rules! float_dispatch {
+    ($dtype:expr, $what:expr, $T:ident => $body:expr) => {{
+        use $crate::dtype::Dtype;
+        match $dtype {
+            Dtype::F16 => { type $T = half::f16; $body }
+            Dtype::BF16 => { type $T = half::bf16; $body }
+            Dtype::F32 => { type $T = f32; $body }
+            Dtype::F64 => { type $T = f64; $body }
+            d => Err($crate::Error::Dtype(format!("{} needs a float input, got {d}", $what))),
+        }
+    }};
+}
+pub(crate) use float_dispatch;
+
+/// A contiguous output of `rows * row_len` elements, row `r` written by
+/// `f(r, row)`; rows are spread over the worker pool when the output is large.
+pub(crate) fn build_rows<T: CpuElement>(
+    rows: usize,
+    row_len: usize,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
+) -> Result<CpuBuffer> {
+    let n = rows * row_len;
+    CpuBuffer::build(n, |v: &mut Vec<T>| {
+        v.resize(n, T::from_f64(0.0));
+        if row_len == 0 {
+            return;
+        }
+        if n >= PARALLEL_MIN && rows > 1 {
+            v.par_chunks_mut(row_len).enumerate().for_each(|(r, row)| f(r, row));
+        } else {
+            v.chunks_mut(row_len).enumerate().for_each(|(r, row)| f(r, row));
+        }
+    })
+}
+
+/// The indices in `idx` (any integer dtype) as `i64`, in row-major order.
+pub(crate) fn indices_i64(idx: &Data) -> crate::Result<Vec<i64>> {
+    use crate::dtype::Element;
+    super::dispatch!(idx.buffer.dtype(), I => {
+        if !I::DTYPE.is_integer() {
+            return Err(crate::Error::Dtype(format!("indices must be integers, got {}", I::DTYPE)));
+        }
+        Ok(contiguous::<I>(idx).iter().map(|&x| x.to_i64()).collect())
+    })
+}
+
+/// `i` (possibly negative, counting from the end) as an index into an axis
+/// of size `n`, or an error naming it.
+pub(crate) fn resolve_index(i: i64, n: usize, what: &str) -> crate::Result<usize> {
+    let j = if i < 0 { i + n as i64 } else { i };
+    if j < 0 || j >= n as i64 {
+        return Err(crate::Error::InvalidArgument(format!(
+            "{what}: index {i} is out of bounds for an axis of size {n}"
+        )));
+    }
+    Ok(j as usize)
+}

@@ -1,0 +1,125 @@
+//! `Sdpa`: fused scaled dot-product attention,
+//! `softmax(scale * q k^T + mask) v`, one query row at a time.
+//!
+//! Keys are visited in blocks of [`BLOCK`] with an online softmax: the row
+//! keeps its running maximum `m`, normalizer `s` and unnormalized output
+//! `acc`, rescaled by `exp(m_old - m_new)` when a block raises the maximum.
+//! The `[L, S]` score matrix is never materialized; a row needs `BLOCK + Dv`
+//! accumulators. Grouped-query heads: query head `h` reads key/value head
+//! `h / (Hq / Hk)`. A causal mask aligns the last query with the last key
+//! (query `i` sees keys `j <= i + S - L`), as in MLX.
+
+use super::rows::{build_rows, contiguous, float_dispatch, Acc, FloatElem};
+use crate::buffer::{CpuBuffer, Data};
+use crate::dtype::Dtype;
+use crate::primitive::OutSpec;
+use crate::{Error, Result};
+use num_traits::{Float, Zero};
+
+const BLOCK: usize = 64;
+
+pub(crate) fn sdpa(scale: f32, causal: bool, inputs: &[Data], out: OutSpec<'_>) -> Result<CpuBuffer> {
+    let (q, k, v) = (&inputs[0], &inputs[1], &inputs[2]);
+    let [b, hq, l, d] = dims4(&q.layout.shape)?;
+    let [_, hk, s, _] = dims4(&k.layout.shape)?;
+    let dv = v.layout.shape[3];
+    let group = hq / hk.max(1);
+    float_dispatch!(out.dtype, "scaled_dot_product_attention", T => {
+        type A = <T as FloatElem>::A;
+        let to_acc = |x: &Data| -> Vec<A> { contiguous::<T>(x).iter().map(|&e| e.to_acc()).collect() };
+        let (qa, ka, va) = (to_acc(q), to_acc(k), to_acc(v));
+        let mask = inputs.get(3).map(mask_source::<A>).transpose()?;
+        let scale = A::of_f64(scale as f64);
+        build_rows::<T>(b * hq * l, dv, |row, y| {
+            let (bh, i) = (row / l, row % l);
+            let (bi, h) = (bh / hq, bh % hq);
+            let kv = (bi * hk + h / group) * s;
+            let qr = &qa[row * d..(row + 1) * d];
+            // Keys this query may see: all, or up to its causal limit.
+            let visible = if causal { (i + s + 1).saturating_sub(l).min(s) } else { s };
+            let mut m = A::neg_infinity();
+            let mut sum = A::zero();
+            let mut acc = vec![A::zero(); dv];
+            let mut scores = [A::zero(); BLOCK];
+            for j0 in (0..visible).step_by(BLOCK) {
+                let n = BLOCK.min(visible - j0);
+                let mut bm = A::neg_infinity();
+                for (t, sc) in scores[..n].iter_mut().enumerate() {
+                    let kr = &ka[(kv + j0 + t) * d..(kv + j0 + t + 1) * d];
+                    let mut dot = A::zero();
+                    for (&x, &y) in qr.iter().zip(kr) {
+                        dot += x * y;
+                    }
+                    *sc = dot * scale;
+                    if let Some(mk) = &mask {
+                        *sc = *sc + mk.at(bi, h, i, j0 + t);
+                    }
+                    bm = bm.max(*sc);
+                }
+                if bm == A::neg_infinity() {
+                    continue;
+                }
+                let m_new = m.max(bm);
+                let corr = (m - m_new).exp();
+                sum *= corr;
+                acc.iter_mut().for_each(|a| *a *= corr);
+                for (t, &sc) in scores[..n].iter().enumerate() {
+                    let p = (sc - m_new).exp();
+                    sum += p;
+                    let vr = &va[(kv + j0 + t) * dv..(kv + j0 + t + 1) * dv];
+                    for (a, &x) in acc.iter_mut().zip(vr) {
+                        *a += p * x;
+                    }
+                }
+                m = m_new;
+            }
+            // A row with no visible key gives 0/0 = NaN, as the unfused
+            // softmax of an all -inf row does.
+            let inv = sum.recip();
+            for (o, &a) in y.iter_mut().zip(&acc) {
+                *o = T::from_acc(if sum == A::zero() { A::nan() } else { a * inv });
+            }
+        })
+    })
+}
+
+fn dims4(shape: &[usize]) -> Result<[usize; 4]> {
+    shape
+        .try_into()
+        .map_err(|_| Error::Shape(format!("attention expects 4-D inputs, got shape {shape:?}")))
+}
+
+/// The mask's elements as additive scores (a bool mask keeps `true`: 0, and
+/// drops `false`: -inf), addressed through the mask's own strides, so a
+/// broadcast mask is read without being expanded.
+struct MaskSource<A> {
+    values: Vec<A>,
+    strides: [isize; 4],
+    offset: isize,
+}
+
+impl<A: Acc> MaskSource<A> {
+    #[inline]
+    fn at(&self, b: usize, h: usize, i: usize, j: usize) -> A {
+        let st = &self.strides;
+        let o = self.offset + b as isize * st[0] + h as isize * st[1] + i as isize * st[2] + j as isize * st[3];
+        self.values[o as usize]
+    }
+}
+
+fn mask_source<A: Acc>(m: &Data) -> Result<MaskSource<A>> {
+    let strides: [isize; 4] = m
+        .layout
+        .strides
+        .as_slice()
+        .try_into()
+        .map_err(|_| Error::Shape(format!("attention mask must be 4-D, got {:?}", m.layout.shape)))?;
+    let buf = m.cpu_buffer();
+    let values: Vec<A> = match buf.dtype() {
+        Dtype::Bool => buf.as_slice::<bool>().iter().map(|&k| if k { A::zero() } else { A::neg_infinity() }).collect(),
+        dt => super::dispatch!(dt, T => {
+            buf.as_slice::<T>().iter().map(|&x| A::of_f64(crate::dtype::Element::to_f64(x))).collect()
+        }),
+    };
+    Ok(MaskSource { values, strides, offset: m.layout.offset as isize })
+}
