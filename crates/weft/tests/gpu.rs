@@ -598,3 +598,21 @@ fn memory_is_released_and_exit_is_clean() {
     // Host constants keep their device copies only while they live.
     assert!(weft::active_memory() <= base + (1 << 20), "{} bytes held", weft::active_memory() - base);
 }
+
+/// Primitives without a CUDA kernel yet (the transformer ops) run on the
+/// host from a GPU stream, with GPU producers and consumers around them.
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn transformer_ops_on_gpu_streams_match_cpu() {
+    let _g = serial();
+    let x = random(&[4, 33], Dtype::F32, -3.0, 3.0, 91);
+    let w = random(&[33], Dtype::F32, 0.5, 1.5, 92);
+    same_as_cpu("softmax of a GPU product", 1e-5, || {
+        let y = ops::multiply(&x, &Array::scalar(1.5f32))?; // GPU kernel
+        let s = ops::softmax(&y, -1)?; // host
+        ops::add(&s, &Array::scalar(1.0f32)) // GPU kernel again
+    });
+    same_as_cpu("rms_norm", 1e-5, || weft::fast::rms_norm(&x, Some(&w), 1e-5));
+    let idx = Array::from_slice(&[3u32, 0, 2], &[3]).unwrap();
+    same_as_cpu("take", 0.0, || ops::take(&x, &idx, Some(0)));
+}
