@@ -15,7 +15,6 @@
 //! ```
 
 pub mod llama;
-pub mod nn;
 pub mod sample;
 pub mod tokenizer;
 

@@ -7,9 +7,13 @@
 //! Weights keep GGUF's names (`blk.N.attn_q.weight`, ...). llama.cpp's
 //! converter permutes the rows of the Q and K projections so that rotary
 //! embeddings rotate adjacent pairs `(x[2i], x[2i+1])` (the "traditional"
-//! layout); [`rope`] does exactly that.
+//! layout), which is `fast::rope` with `traditional = true`.
+//!
+//! Each layer is a handful of fused ops (`weft::fast`: RMSNorm, RoPE,
+//! attention) around the matmuls; the KV cache is preallocated and appended
+//! to in place (`slice_update` on a buffer only the cache references).
 
-use crate::nn;
+use weft::fast::{self, Mask};
 use weft::gguf::Gguf;
 use weft::ops::{self, SliceArg};
 use weft::{Array, Dtype, Error, Result};
@@ -80,11 +84,16 @@ struct Layer {
 }
 
 /// Keys and values of the positions seen so far, per layer:
-/// `[n_kv_heads, positions, head_dim]` each.
+/// `[1, n_kv_heads, capacity, head_dim]` each, of which the first
+/// [`KvCache::len`] positions are filled.
 pub struct KvCache {
     layers: Vec<Option<(Array, Array)>>,
     len: usize,
 }
+
+/// The cache grows by this many positions at a time (one copy per step of
+/// growth; appends in between write in place).
+const CACHE_STEP: usize = 256;
 
 impl KvCache {
     /// Positions cached.
@@ -95,6 +104,33 @@ impl KvCache {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+}
+
+/// Writes `new` (`[1, kv, T, hd]`) at positions `offset..offset + T` of the
+/// cache array in `slot` (growing it when full) and returns the filled part,
+/// `[1, kv, offset + T, hd]`. The old cache array is dropped from `slot`
+/// before the update runs, so the update reuses its buffer.
+fn append(slot: &mut Option<Array>, new: &Array, offset: usize) -> Result<Array> {
+    let (kv, t, hd) = (new.shape()[1], new.shape()[2], new.shape()[3]);
+    let end = offset + t;
+    let cache = match slot.take() {
+        Some(c) if c.shape()[2] >= end => c,
+        old => {
+            let capacity = end.div_ceil(CACHE_STEP) * CACHE_STEP;
+            let have = old.as_ref().map_or(0, |c| c.shape()[2]);
+            let room = ops::zeros(&[1, kv, capacity - have, hd], new.dtype())?;
+            match old {
+                Some(c) => ops::concatenate(&[c, room], 2)?,
+                None => room,
+            }
+        }
+    };
+    let all = SliceArg::ALL;
+    let at = [all, all, SliceArg::range(offset as isize, end as isize)];
+    let cache = ops::slice_update(&cache, new, &at)?;
+    let filled = ops::slice(&cache, &[all, all, SliceArg::range(0, end as isize)])?;
+    *slot = Some(cache);
+    Ok(filled)
 }
 
 /// The model: weights as evaluated float32 arrays.
@@ -165,48 +201,39 @@ impl Llama {
             return Err(Error::InvalidArgument(format!("token id {t} is outside the vocabulary ({})", c.vocab_size)));
         }
         let (t, offset) = (tokens.len(), cache.len);
-        let mut x = nn::embed(&self.token_embd, tokens)?; // [T, H]
-        let (cos, sin) = nn::rope_tables(offset, t, c.head_dim, c.rope_base)?;
-        let mask = if t > 1 { Some(nn::causal_mask(t, offset)?) } else { None };
-        let scale = Array::scalar(1.0 / (c.head_dim as f32).sqrt());
-        let rep = c.n_heads / c.n_kv_heads;
+        let ids = Array::from_vec(tokens.to_vec(), &[t])?;
+        let mut x = ops::take(&self.token_embd, &ids, Some(0))?; // [T, H]
+        let mask = (t > 1).then_some(Mask::Causal);
+        let scale = 1.0 / (c.head_dim as f32).sqrt();
+        let rope = |a: &Array| fast::rope(a, c.head_dim, true, c.rope_base, 1.0, offset);
         for (layer, slot) in self.layers.iter().zip(cache.layers.iter_mut()) {
-            let h = nn::rms_norm(&x, &layer.attn_norm, c.rms_eps)?;
+            let h = fast::rms_norm(&x, Some(&layer.attn_norm), c.rms_eps)?;
             let heads = |w: &Array, n: usize| -> Result<Array> {
-                let y = ops::reshape(&linear(&h, w)?, &[t as isize, n as isize, c.head_dim as isize])?;
-                ops::transpose(&y, &[1, 0, 2]) // [n, T, hd]
+                let y = ops::reshape(&linear(&h, w)?, &[1, t as isize, n as isize, c.head_dim as isize])?;
+                ops::transpose(&y, &[0, 2, 1, 3]) // [1, n, T, hd]
             };
-            let q = nn::rope(&heads(&layer.wq, c.n_heads)?, &cos, &sin)?;
-            let k = nn::rope(&heads(&layer.wk, c.n_kv_heads)?, &cos, &sin)?;
+            let q = rope(&heads(&layer.wq, c.n_heads)?)?;
+            let k = rope(&heads(&layer.wk, c.n_kv_heads)?)?;
             let v = heads(&layer.wv, c.n_kv_heads)?;
-            let (k, v) = match slot.take() {
-                None => (k, v),
-                Some((pk, pv)) => (ops::concatenate(&[pk, k], 1)?, ops::concatenate(&[pv, v], 1)?),
+            let (mut ks, mut vs) = match slot.take() {
+                Some((k, v)) => (Some(k), Some(v)),
+                None => (None, None),
             };
-            *slot = Some((k.clone(), v.clone()));
-            let s = offset + t;
-            // Query heads sharing a kv head sit together: [kv, rep * T, hd].
-            let q = ops::reshape(&q, &[c.n_kv_heads as isize, (rep * t) as isize, c.head_dim as isize])?;
-            let scores = ops::multiply(&ops::matmul(&q, &ops::transpose(&k, &[0, 2, 1])?)?, &scale)?;
-            let scores = ops::reshape(&scores, &[c.n_kv_heads as isize, rep as isize, t as isize, s as isize])?;
-            let scores = match &mask {
-                Some(m) => ops::add(&scores, m)?,
-                None => scores,
-            };
-            let probs = nn::softmax_last(&scores)?;
-            let probs = ops::reshape(&probs, &[c.n_kv_heads as isize, (rep * t) as isize, s as isize])?;
-            let out = ops::matmul(&probs, &v)?; // [kv, rep * T, hd] = [heads, T, hd]
-            let out = ops::reshape(&out, &[c.n_heads as isize, t as isize, c.head_dim as isize])?;
-            let out = ops::reshape(&ops::transpose(&out, &[1, 0, 2])?, &[t as isize, (c.n_heads * c.head_dim) as isize])?;
+            let k = append(&mut ks, &k, offset)?;
+            let v = append(&mut vs, &v, offset)?;
+            *slot = ks.zip(vs);
+            // Grouped-query attention: query head i reads kv head i / rep.
+            let out = fast::scaled_dot_product_attention(&q, &k, &v, scale, mask.as_ref())?; // [1, heads, T, hd]
+            let out = ops::reshape(&ops::transpose(&out, &[0, 2, 1, 3])?, &[t as isize, (c.n_heads * c.head_dim) as isize])?;
             x = ops::add(&x, &linear(&out, &layer.wo)?)?;
 
-            let h = nn::rms_norm(&x, &layer.ffn_norm, c.rms_eps)?;
-            let act = ops::multiply(&nn::silu(&linear(&h, &layer.w_gate)?)?, &linear(&h, &layer.w_up)?)?;
+            let h = fast::rms_norm(&x, Some(&layer.ffn_norm), c.rms_eps)?;
+            let act = ops::multiply(&ops::silu(&linear(&h, &layer.w_gate)?)?, &linear(&h, &layer.w_up)?)?;
             x = ops::add(&x, &linear(&act, &layer.w_down)?)?;
         }
         cache.len += t;
         let last = ops::slice(&x, &[SliceArg::range(t as isize - 1, t as isize)])?;
-        let last = nn::rms_norm(&last, &self.output_norm, c.rms_eps)?;
+        let last = fast::rms_norm(&last, Some(&self.output_norm), c.rms_eps)?;
         ops::reshape(&linear(&last, &self.output)?, &[c.vocab_size as isize])
     }
 }

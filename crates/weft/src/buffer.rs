@@ -83,6 +83,7 @@ pub enum CpuData {
 pub trait CpuElement: Element {
     fn wrap(v: Vec<Self>) -> CpuData;
     fn slice(d: &CpuData) -> Option<&[Self]>;
+    fn slice_mut(d: &mut CpuData) -> Option<&mut [Self]>;
 }
 
 macro_rules! cpu_element {
@@ -90,6 +91,9 @@ macro_rules! cpu_element {
         impl CpuElement for $t {
             fn wrap(v: Vec<Self>) -> CpuData { CpuData::$v(v) }
             fn slice(d: &CpuData) -> Option<&[Self]> {
+                match d { CpuData::$v(v) => Some(v), _ => None }
+            }
+            fn slice_mut(d: &mut CpuData) -> Option<&mut [Self]> {
                 match d { CpuData::$v(v) => Some(v), _ => None }
             }
         }

@@ -16,7 +16,9 @@ use crate::{Error, Result};
 /// at once, so per-stream state needs no process-wide lock.
 pub(crate) trait Encoder: Send + Sync {
     /// Computes `prim` of `inputs` (already complete, on this device).
-    fn run(&self, prim: &Primitive, inputs: &[Data], out: OutSpec<'_>) -> Result<Data>;
+    /// `inputs` are owned: a kernel may reuse a buffer that nothing else
+    /// references (`Arc::try_unwrap` on it succeeds).
+    fn run(&self, prim: &Primitive, inputs: Vec<Data>, out: OutSpec<'_>) -> Result<Data>;
 
     /// Waits for device work this encoder started (a no-op on the CPU,
     /// where `run` returns when the work is done).

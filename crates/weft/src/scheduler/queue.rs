@@ -157,10 +157,18 @@ impl Queue {
     fn execute(&self, task: Task) {
         let Task { node, prim, inputs } = task;
         debug_assert_eq!(node.0.state.get(), ENQUEUED);
-        let result = inputs
+        let data = inputs
             .iter()
             .map(|i| i.0.state.result().expect("input is done"))
-            .collect::<Result<Vec<Data>>>()
+            .collect::<Result<Vec<Data>>>();
+        // Detach (rule 7): the task lets go of its input arrays before the
+        // kernel runs. The kernel keeps their buffers alive through `data`
+        // and frees them when done, before anyone can see the result, so an
+        // eval that returns has already freed the intermediates it consumed.
+        // An input no one else holds leaves its buffer referenced by `data`
+        // alone, which a kernel may then reuse in place (slice_update).
+        drop(inputs);
+        let result = data
             .map_err(|e| match e {
                 e @ Error::InputFailed(_) => e,
                 e => Error::InputFailed(Arc::new(e)),
@@ -168,13 +176,9 @@ impl Queue {
             .and_then(|data| {
                 KERNELS_RUN.fetch_add(1, Ordering::Relaxed);
                 let out = OutSpec { shape: node.shape(), dtype: node.dtype() };
-                catch_unwind(AssertUnwindSafe(|| self.encoder.run(&prim, &data, out)))
+                catch_unwind(AssertUnwindSafe(|| self.encoder.run(&prim, data, out)))
                     .unwrap_or_else(|p| Err(Error::Kernel(panic_message(&prim, p))))
             });
-        // Detach (rule 7): the inputs' buffers are released as soon as this
-        // consumer is done with them, before anyone can see the result, so
-        // an eval that returns has already freed the intermediates it consumed.
-        drop(inputs);
         node.0.state.complete(result);
         let mut g = lock(&self.inner);
         node.0.exec_position.store(g.completed, Ordering::Release);

