@@ -5,8 +5,8 @@
 //! Layout: `array.rs` (the array class), `ops.rs` (module-level ops),
 //! `indexing.rs`, `convert.rs` (Python values <-> arrays), `device.rs`
 //! (devices and streams), `runtime.rs` (eval, memory), `dtype.rs`,
-//! `args.rs` (shared argument types), `errors.rs`, `repr.rs`; the submodule
-//! `random.rs` (`weft.core.random`).
+//! `args.rs` (shared argument types), `errors.rs`, `repr.rs`; the submodules
+//! `random.rs` (`weft.core.random`) and `fast.rs` (`weft.core.fast`).
 
 mod args;
 mod array;
@@ -14,6 +14,7 @@ mod convert;
 mod device;
 mod dtype;
 mod errors;
+mod fast;
 mod indexing;
 mod ops;
 mod random;
@@ -33,6 +34,7 @@ fn weft_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     runtime::register(m)?;
     random::register(m)?;
+    fast::register(m)?;
     Ok(())
 }
 
