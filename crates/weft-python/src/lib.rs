@@ -6,7 +6,8 @@
 //! `indexing.rs`, `convert.rs` (Python values <-> arrays), `device.rs`
 //! (devices and streams), `runtime.rs` (eval, memory), `dtype.rs`,
 //! `args.rs` (shared argument types), `errors.rs`, `repr.rs`; the submodules
-//! `random.rs` (`weft.core.random`) and `fast.rs` (`weft.core.fast`).
+//! `random.rs` (`weft.core.random`) and `fast.rs` (`weft.core.fast`), and
+//! `io.rs` (`load`, `save_safetensors`).
 
 mod args;
 mod array;
@@ -16,6 +17,7 @@ mod dtype;
 mod errors;
 mod fast;
 mod indexing;
+mod io;
 mod ops;
 mod random;
 mod repr;
@@ -33,6 +35,7 @@ fn weft_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     device::register(m)?;
     ops::register(m)?;
     runtime::register(m)?;
+    io::register(m)?;
     random::register(m)?;
     fast::register(m)?;
     Ok(())
