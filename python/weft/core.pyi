@@ -1,6 +1,7 @@
 """Type stubs for weft.core (a thread-safe mlx.core)."""
 
-from typing import Any, Iterator, Optional, Sequence, Union, overload
+import os
+from typing import Any, BinaryIO, Iterator, Literal, Optional, Sequence, Union, overload
 
 import numpy as np
 
@@ -101,6 +102,7 @@ class array:
     def __len__(self) -> int: ...
     def __iter__(self) -> Iterator[array]: ...
     def __getitem__(self, key: Any) -> array: ...
+    def __setitem__(self, key: Any, value: ScalarOrArray) -> None: ...
     def __bool__(self) -> bool: ...
     def __float__(self) -> float: ...
     def __int__(self) -> int: ...
@@ -136,6 +138,7 @@ def tanh(a: ScalarOrArray, /, *, stream: StreamOrDevice = None) -> array: ...
 def sigmoid(a: ScalarOrArray, /, *, stream: StreamOrDevice = None) -> array: ...
 def sin(a: ScalarOrArray, /, *, stream: StreamOrDevice = None) -> array: ...
 def cos(a: ScalarOrArray, /, *, stream: StreamOrDevice = None) -> array: ...
+def erf(a: ScalarOrArray, /, *, stream: StreamOrDevice = None) -> array: ...
 def square(a: ScalarOrArray, /, *, stream: StreamOrDevice = None) -> array: ...
 def add(a: ScalarOrArray, b: ScalarOrArray, /, *, stream: StreamOrDevice = None) -> array: ...
 def subtract(a: ScalarOrArray, b: ScalarOrArray, /, *, stream: StreamOrDevice = None) -> array: ...
@@ -181,6 +184,36 @@ def arange(
     stream: StreamOrDevice = None,
 ) -> array: ...
 def eye(n: int, m: Optional[int] = None, k: int = 0, dtype: Dtype = ..., *, stream: StreamOrDevice = None) -> array: ...
+def softmax(a: ScalarOrArray, /, axis: Axis = None, *, precise: bool = False, stream: StreamOrDevice = None) -> array: ...
+def logsumexp(a: ScalarOrArray, /, axis: Axis = None, keepdims: bool = False, *, stream: StreamOrDevice = None) -> array: ...
+def cumsum(
+    a: ScalarOrArray, /, axis: Optional[int] = None, *, reverse: bool = False, inclusive: bool = True, stream: StreamOrDevice = None
+) -> array: ...
+def sort(a: ScalarOrArray, /, axis: Optional[int] = -1, *, stream: StreamOrDevice = None) -> array: ...
+def argsort(a: ScalarOrArray, /, axis: Optional[int] = -1, *, stream: StreamOrDevice = None) -> array: ...
+def topk(a: ScalarOrArray, /, k: int, axis: Optional[int] = -1, *, stream: StreamOrDevice = None) -> array: ...
+def take(a: ScalarOrArray, /, indices: Union[int, ScalarOrArray], axis: Optional[int] = None, *, stream: StreamOrDevice = None) -> array: ...
+def take_along_axis(a: ScalarOrArray, /, indices: ScalarOrArray, axis: Optional[int] = None, *, stream: StreamOrDevice = None) -> array: ...
+def slice_update(
+    a: ScalarOrArray,
+    update: ScalarOrArray,
+    start_indices: Union[int, Sequence[int], array],
+    axes: Union[int, Sequence[int]],
+    *,
+    stream: StreamOrDevice = None,
+) -> array: ...
+
+def load(
+    file: Union[str, "os.PathLike[str]", BinaryIO],
+    /,
+    format: Optional[str] = None,
+    return_metadata: bool = False,
+    *,
+    stream: StreamOrDevice = None,
+) -> dict[str, array]: ...
+def save_safetensors(
+    file: Union[str, "os.PathLike[str]"], arrays: dict[str, ScalarOrArray], metadata: Optional[dict[str, str]] = None
+) -> None: ...
 
 def eval(*args: Any) -> None: ...
 def async_eval(*args: Any) -> None: ...
@@ -203,3 +236,97 @@ def clear_cache() -> None: ...
 class cuda:
     @staticmethod
     def is_available() -> bool: ...
+
+# The submodules `weft.core.random` and `weft.core.fast` are real modules
+# (`import weft.core.random` works); they are written here as classes of
+# static methods so that one stub file describes the whole package.
+
+class random:
+    """Random numbers with explicit keys (`uint32[2]` arrays), as mlx.core.random."""
+
+    @staticmethod
+    def seed(seed: int) -> None: ...
+    @staticmethod
+    def key(seed: int) -> array: ...
+    @staticmethod
+    def split(key: array, num: int = 2, *, stream: StreamOrDevice = None) -> array: ...
+    @staticmethod
+    def bits(shape: ShapeLike = [], width: int = 4, key: Optional[array] = None, *, stream: StreamOrDevice = None) -> array: ...
+    @staticmethod
+    def uniform(
+        low: ScalarOrArray = 0,
+        high: ScalarOrArray = 1,
+        shape: ShapeLike = [],
+        dtype: Dtype = ...,
+        key: Optional[array] = None,
+        *,
+        stream: StreamOrDevice = None,
+    ) -> array: ...
+    @staticmethod
+    def normal(
+        shape: ShapeLike = [],
+        dtype: Dtype = ...,
+        loc: Optional[ScalarOrArray] = None,
+        scale: Optional[ScalarOrArray] = None,
+        key: Optional[array] = None,
+        *,
+        stream: StreamOrDevice = None,
+    ) -> array: ...
+    @staticmethod
+    def randint(
+        low: int, high: int, shape: ShapeLike = [], dtype: Dtype = ..., key: Optional[array] = None, *, stream: StreamOrDevice = None
+    ) -> array: ...
+    @staticmethod
+    def bernoulli(
+        p: ScalarOrArray = 0.5, shape: Optional[ShapeLike] = None, key: Optional[array] = None, *, stream: StreamOrDevice = None
+    ) -> array: ...
+    @staticmethod
+    def categorical(
+        logits: ScalarOrArray,
+        axis: int = -1,
+        shape: Optional[ShapeLike] = None,
+        num_samples: Optional[int] = None,
+        key: Optional[array] = None,
+        *,
+        stream: StreamOrDevice = None,
+    ) -> array: ...
+
+class fast:
+    """Fused transformer ops, as mlx.core.fast."""
+
+    @staticmethod
+    def rms_norm(x: ScalarOrArray, /, weight: Optional[ScalarOrArray], eps: float, *, stream: StreamOrDevice = None) -> array: ...
+    @staticmethod
+    def layer_norm(
+        x: ScalarOrArray,
+        /,
+        weight: Optional[ScalarOrArray],
+        bias: Optional[ScalarOrArray],
+        eps: float,
+        *,
+        stream: StreamOrDevice = None,
+    ) -> array: ...
+    @staticmethod
+    def rope(
+        a: ScalarOrArray,
+        /,
+        dims: int,
+        *,
+        traditional: bool,
+        base: Optional[float],
+        scale: float,
+        offset: Union[int, array],
+        freqs: None = None,
+        stream: StreamOrDevice = None,
+    ) -> array: ...
+    @staticmethod
+    def scaled_dot_product_attention(
+        q: ScalarOrArray,
+        k: ScalarOrArray,
+        v: ScalarOrArray,
+        *,
+        scale: float,
+        mask: Union[None, Literal["causal"], ScalarOrArray] = None,
+        sinks: None = None,
+        stream: StreamOrDevice = None,
+    ) -> array: ...
