@@ -251,3 +251,39 @@ def test_setitem_from_many_threads():
     for t in threads:
         t.join()
     same(a, np.arange(n * 8, dtype=np.float32).reshape(n, 8))
+
+
+# --- in-place operators ---
+
+
+def test_inplace_operators_update_the_object():
+    x = random((3, 4))
+    y = random((4,))
+    a = mx.array(x)
+    alias = a
+    before = a + 0  # built from the old value
+    a += mx.array(y)
+    assert alias is a
+    same(alias, x + y)
+    same(before, x)
+    a -= 1.5
+    a *= 2
+    a /= 4
+    same(a, ((x + y) - 1.5) * 2 / 4)
+    a **= 2
+    np.testing.assert_allclose(np.array(a), (((x + y) - 1.5) * 2 / 4) ** 2, rtol=1e-6)
+    m = mx.array(random((4, 4)))
+    mm = np.array(m)
+    b = mx.array(x)
+    b @= m
+    np.testing.assert_allclose(np.array(b), x @ mm, rtol=1e-5, atol=1e-5)
+    # The dtype is that of `a op b`, as in MLX.
+    i = mx.array([1, 2, 3])
+    i += 1
+    assert i.dtype == mx.int32 and i.tolist() == [2, 3, 4]
+    i += 0.5
+    assert i.dtype == mx.float32 and i.tolist() == [2.5, 3.5, 4.5]
+    with pytest.raises(ValueError):
+        a += mx.zeros((5,))
+    with pytest.raises(TypeError):
+        a += "x"

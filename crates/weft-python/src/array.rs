@@ -62,6 +62,13 @@ fn binop(
     Ok(PyArray::from(f(&x, &y).py()?).into_pyobject(py)?.into_any().unbind())
 }
 
+/// `a op= b`: `a` now refers to `f(a, b)`. `b` is converted before the
+/// update (converting may read other arrays, this one included).
+fn inplace(a: &Bound<'_, PyArray>, b: &Bound<'_, PyAny>, f: fn(&Array, &Array) -> weft::Result<Array>) -> PyResult<()> {
+    let (_, y) = operands(a.as_any(), b)?;
+    a.get().update(|cur| f(cur, &y).py())
+}
+
 #[pymethods]
 impl PyArray {
     fn __add__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -99,6 +106,28 @@ impl PyArray {
     }
     fn __rmatmul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         binop(other, slf.as_any(), ops::matmul)
+    }
+
+    // In-place operators, as in MLX: the object (and every name bound to
+    // it) now refers to the result; arrays built from it before keep the
+    // old values. The result's dtype is that of `a op b`.
+    fn __iadd__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::add)
+    }
+    fn __isub__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::subtract)
+    }
+    fn __imul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::multiply)
+    }
+    fn __itruediv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::divide)
+    }
+    fn __ipow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::power)
+    }
+    fn __imatmul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::matmul)
     }
 
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
