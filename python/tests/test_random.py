@@ -195,3 +195,13 @@ def test_bits():
     np.testing.assert_allclose(bitfreq, 0.5, atol=0.01)
     with pytest.raises(ValueError):
         mx.random.bits((2,), width=2)
+
+
+def test_default_seed_differs_between_processes():
+    # As in MLX, the default keys start from the time.
+    import subprocess
+    import sys
+
+    code = "import weft.core as mx; print(mx.random.normal((4,)).tolist())"
+    runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout for _ in range(2)}
+    assert len(runs) == 2

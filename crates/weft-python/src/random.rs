@@ -259,6 +259,10 @@ fn move_to_end(ndim: usize, ax: usize) -> Vec<isize> {
 /// Registers `weft.core.random` (importable as `weft.core.random` too).
 pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = parent.py();
+    // As in MLX, the default keys start from the time: a fresh process
+    // draws new numbers unless it calls `seed`.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+    random::seed(now);
     let m = PyModule::new(py, "random")?;
     m.add("__doc__", "Random numbers with explicit keys, as mlx.core.random.")?;
     m.add_function(wrap_pyfunction!(seed, &m)?)?;
