@@ -219,3 +219,13 @@ def test_slice_update():
         mx.slice_update(mx.array(x), mx.array(u), mx.array([4, 0]), (0, 1))
     with pytest.raises(ValueError):
         mx.slice_update(mx.array(x), mx.array(u), mx.array([0]), (0, 1))
+
+
+def test_array_methods():
+    x = random((3, 5))
+    a = mx.array(x)
+    check(a.logsumexp(), np_logsumexp(x), rtol=1e-5)
+    check(a.logsumexp(axis=1, keepdims=True), np_logsumexp(x, 1, True), rtol=1e-5)
+    check(a.cumsum(axis=0), np.cumsum(x.astype(np.float64), axis=0), rtol=1e-5, atol=1e-5)
+    check(a.cumsum(), np.cumsum(x.astype(np.float64)), rtol=1e-5, atol=1e-5)
+    check(a.cumsum(1, reverse=True), np.flip(np.cumsum(np.flip(x, 1), axis=1), 1), rtol=1e-5, atol=1e-5)

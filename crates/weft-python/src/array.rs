@@ -146,6 +146,14 @@ impl PyArray {
     fn min(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
         on_stream(&stream, || reduce(Reduction::Min, &self.array(), axis, keepdims).map(PyArray::from))
     }
+    #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
+    fn logsumexp(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || crate::ops::logsumexp_of(&self.array(), axis, keepdims).map(PyArray::from))
+    }
+    #[pyo3(signature = (axis = None, *, reverse = false, inclusive = true, stream = None))]
+    fn cumsum(&self, axis: Option<isize>, reverse: bool, inclusive: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::cumsum(&self.array(), axis, reverse, inclusive).py().map(PyArray::from))
+    }
     #[pyo3(signature = (*, stream = None))]
     fn abs(&self, stream: Stream) -> PyResult<PyArray> {
         on_stream(&stream, || ops::abs(&self.array()).py().map(PyArray::from))

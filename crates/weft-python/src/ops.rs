@@ -463,16 +463,18 @@ pub fn softmax(a: &Any<'_>, axis: Option<Axes>, precise: bool, stream: Stream) -
 #[pyfunction]
 #[pyo3(signature = (a, /, axis = None, keepdims = false, *, stream = None))]
 pub fn logsumexp(a: &Any<'_>, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-    on_stream(&stream, || {
-        let a = to_array(a, None)?;
-        let axes = axes_of("logsumexp", &a, axis)?;
-        if axes.is_empty() && a.ndim() > 0 {
-            // Over no axis: log(exp(x)) = x.
-            return ops::astype(&a, a.dtype().at_least_float()).py().map(PyArray::from);
-        }
-        let axes: Vec<isize> = axes.iter().map(|&d| d as isize).collect();
-        ops::logsumexp(&a, &axes, keepdims).py().map(PyArray::from)
-    })
+    on_stream(&stream, || logsumexp_of(&to_array(a, None)?, axis, keepdims).map(PyArray::from))
+}
+
+/// `logsumexp` of an array (also the array method).
+pub fn logsumexp_of(a: &Array, axis: Option<Axes>, keepdims: bool) -> PyResult<Array> {
+    let axes = axes_of("logsumexp", a, axis)?;
+    if axes.is_empty() && a.ndim() > 0 {
+        // Over no axis: log(exp(x)) = x.
+        return ops::astype(a, a.dtype().at_least_float()).py();
+    }
+    let axes: Vec<isize> = axes.iter().map(|&d| d as isize).collect();
+    ops::logsumexp(a, &axes, keepdims).py()
 }
 
 /// Running sum along `axis` (of the flattened array when None); `reverse`
