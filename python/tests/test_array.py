@@ -279,7 +279,7 @@ def test_indexing_errors():
     with pytest.raises(TypeError):
         a["x"]
     with pytest.raises(TypeError):
-        a[0] = 1
+        a["x"] = 1
 
 
 def test_iteration():

@@ -17,7 +17,7 @@ enum Operand {
 
 fn operand(ob: &Bound<'_, PyAny>) -> PyResult<Operand> {
     if let Ok(a) = ob.cast::<PyArray>() {
-        return Ok(Operand::Array(a.get().inner.clone()));
+        return Ok(Operand::Array(a.get().array()));
     }
     if let Some(s) = Scalar::extract(ob)? {
         return Ok(Operand::Scalar(s));

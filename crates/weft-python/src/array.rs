@@ -11,18 +11,38 @@ use pyo3::basic::CompareOp;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
+use std::sync::RwLock;
 use weft::{ops, Array, Dtype};
 
 type Stream = Option<StreamOrDevice>;
 
+/// The class is `frozen` (shared freely between threads); what it refers
+/// to is behind a lock because `a[key] = value` (and the in-place operators)
+/// make the same Python object refer to a new graph node, as in MLX.
 #[pyclass(name = "array", module = "weft.core", frozen, weakref)]
 pub struct PyArray {
-    pub inner: Array,
+    inner: RwLock<Array>,
 }
 
 impl From<Array> for PyArray {
     fn from(inner: Array) -> PyArray {
-        PyArray { inner }
+        PyArray { inner: RwLock::new(inner) }
+    }
+}
+
+impl PyArray {
+    /// The array this object refers to now (a cheap handle clone).
+    pub fn array(&self) -> Array {
+        self.inner.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Makes this object refer to `f(current array)`, atomically: two
+    /// threads updating one object each see the other's update.
+    pub fn update(&self, f: impl FnOnce(&Array) -> PyResult<Array>) -> PyResult<()> {
+        let mut guard = self.inner.write().unwrap_or_else(|e| e.into_inner());
+        let new = f(&guard)?;
+        *guard = new;
+        Ok(())
     }
 }
 
@@ -40,6 +60,13 @@ fn binop(
         Err(e) => return Err(e),
     };
     Ok(PyArray::from(f(&x, &y).py()?).into_pyobject(py)?.into_any().unbind())
+}
+
+/// `a op= b`: `a` now refers to `f(a, b)`. `b` is converted before the
+/// update (converting may read other arrays, this one included).
+fn inplace(a: &Bound<'_, PyArray>, b: &Bound<'_, PyAny>, f: fn(&Array, &Array) -> weft::Result<Array>) -> PyResult<()> {
+    let (_, y) = operands(a.as_any(), b)?;
+    a.get().update(|cur| f(cur, &y).py())
 }
 
 #[pymethods]
@@ -81,49 +108,79 @@ impl PyArray {
         binop(other, slf.as_any(), ops::matmul)
     }
 
+    // In-place operators, as in MLX: the object (and every name bound to
+    // it) now refers to the result; arrays built from it before keep the
+    // old values. The result's dtype is that of `a op b`.
+    fn __iadd__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::add)
+    }
+    fn __isub__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::subtract)
+    }
+    fn __imul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::multiply)
+    }
+    fn __itruediv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::divide)
+    }
+    fn __ipow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::power)
+    }
+    fn __imatmul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::matmul)
+    }
+
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
     fn sum(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || reduce(Reduction::Sum, &self.inner, axis, keepdims).map(PyArray::from))
+        on_stream(&stream, || reduce(Reduction::Sum, &self.array(), axis, keepdims).map(PyArray::from))
     }
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
     fn mean(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || reduce(Reduction::Mean, &self.inner, axis, keepdims).map(PyArray::from))
+        on_stream(&stream, || reduce(Reduction::Mean, &self.array(), axis, keepdims).map(PyArray::from))
     }
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
     fn max(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || reduce(Reduction::Max, &self.inner, axis, keepdims).map(PyArray::from))
+        on_stream(&stream, || reduce(Reduction::Max, &self.array(), axis, keepdims).map(PyArray::from))
     }
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
     fn min(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || reduce(Reduction::Min, &self.inner, axis, keepdims).map(PyArray::from))
+        on_stream(&stream, || reduce(Reduction::Min, &self.array(), axis, keepdims).map(PyArray::from))
+    }
+    #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
+    fn logsumexp(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || crate::ops::logsumexp_of(&self.array(), axis, keepdims).map(PyArray::from))
+    }
+    #[pyo3(signature = (axis = None, *, reverse = false, inclusive = true, stream = None))]
+    fn cumsum(&self, axis: Option<isize>, reverse: bool, inclusive: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::cumsum(&self.array(), axis, reverse, inclusive).py().map(PyArray::from))
     }
     #[pyo3(signature = (*, stream = None))]
     fn abs(&self, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || ops::abs(&self.inner).py().map(PyArray::from))
+        on_stream(&stream, || ops::abs(&self.array()).py().map(PyArray::from))
     }
     #[pyo3(signature = (*, stream = None))]
     fn exp(&self, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || ops::exp(&self.inner).py().map(PyArray::from))
+        on_stream(&stream, || ops::exp(&self.array()).py().map(PyArray::from))
     }
     #[pyo3(signature = (*, stream = None))]
     fn log(&self, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || ops::log(&self.inner).py().map(PyArray::from))
+        on_stream(&stream, || ops::log(&self.array()).py().map(PyArray::from))
     }
     #[pyo3(signature = (*, stream = None))]
     fn sqrt(&self, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || ops::sqrt(&self.inner).py().map(PyArray::from))
+        on_stream(&stream, || ops::sqrt(&self.array()).py().map(PyArray::from))
     }
     #[pyo3(signature = (*, stream = None))]
     fn rsqrt(&self, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || ops::rsqrt(&self.inner).py().map(PyArray::from))
+        on_stream(&stream, || ops::rsqrt(&self.array()).py().map(PyArray::from))
     }
     #[pyo3(signature = (*, stream = None))]
     fn sin(&self, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || ops::sin(&self.inner).py().map(PyArray::from))
+        on_stream(&stream, || ops::sin(&self.array()).py().map(PyArray::from))
     }
     #[pyo3(signature = (*, stream = None))]
     fn cos(&self, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || ops::cos(&self.inner).py().map(PyArray::from))
+        on_stream(&stream, || ops::cos(&self.array()).py().map(PyArray::from))
     }
 
     /// `array(val, dtype=None)`: from a Python scalar, a nested list or
@@ -136,72 +193,72 @@ impl PyArray {
 
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.inner.shape())
+        PyTuple::new(py, self.array().shape())
     }
 
     #[getter]
     fn dtype(&self) -> PyDtype {
-        PyDtype(self.inner.dtype())
+        PyDtype(self.array().dtype())
     }
 
     #[getter]
     fn ndim(&self) -> usize {
-        self.inner.ndim()
+        self.array().ndim()
     }
 
     #[getter]
     fn size(&self) -> usize {
-        self.inner.size()
+        self.array().size()
     }
 
     #[getter]
     fn itemsize(&self) -> usize {
-        self.inner.dtype().size()
+        self.array().dtype().size()
     }
 
     #[getter]
     fn nbytes(&self) -> usize {
-        self.inner.nbytes()
+        self.array().nbytes()
     }
 
     /// The transpose (axes reversed).
     #[getter(T)]
     fn t(&self) -> PyResult<PyArray> {
-        ops::transpose(&self.inner, &[]).py().map(PyArray::from)
+        ops::transpose(&self.array(), &[]).py().map(PyArray::from)
     }
 
     /// The one element as a Python scalar (evaluates).
     fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        item(py, &self.inner)
+        item(py, &self.array())
     }
 
     /// Nested lists of Python scalars (evaluates).
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        tolist(py, &self.inner)
+        tolist(py, &self.array())
     }
 
     #[pyo3(signature = (dtype, stream = None))]
     fn astype(&self, dtype: PyDtype, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || ops::astype(&self.inner, dtype.0).py().map(PyArray::from))
+        on_stream(&stream, || ops::astype(&self.array(), dtype.0).py().map(PyArray::from))
     }
 
     /// `a.reshape(2, 3)` or `a.reshape((2, 3))`.
     #[pyo3(signature = (*shape, stream = None))]
     fn reshape(&self, shape: &Bound<'_, PyTuple>, stream: Stream) -> PyResult<PyArray> {
         let shape = varargs_ints(shape)?;
-        on_stream(&stream, || ops::reshape(&self.inner, &shape).py().map(PyArray::from))
+        on_stream(&stream, || ops::reshape(&self.array(), &shape).py().map(PyArray::from))
     }
 
     /// `a.transpose()`, `a.transpose(1, 0)` or `a.transpose((1, 0))`.
     #[pyo3(signature = (*axes, stream = None))]
     fn transpose(&self, axes: &Bound<'_, PyTuple>, stream: Stream) -> PyResult<PyArray> {
         let axes = varargs_ints(axes)?;
-        on_stream(&stream, || ops::transpose(&self.inner, &axes).py().map(PyArray::from))
+        on_stream(&stream, || ops::transpose(&self.array(), &axes).py().map(PyArray::from))
     }
 
     #[pyo3(signature = (axis1, axis2, *, stream = None))]
     fn swapaxes(&self, axis1: isize, axis2: isize, stream: Stream) -> PyResult<PyArray> {
-        let n = self.inner.ndim() as isize;
+        let n = self.array().ndim() as isize;
         let norm = |a: isize| if a < 0 { a + n } else { a };
         let (a1, a2) = (norm(axis1), norm(axis2));
         if !(0..n).contains(&a1) || !(0..n).contains(&a2) {
@@ -209,46 +266,47 @@ impl PyArray {
         }
         let mut perm: Vec<isize> = (0..n).collect();
         perm.swap(a1 as usize, a2 as usize);
-        on_stream(&stream, || ops::transpose(&self.inner, &perm).py().map(PyArray::from))
+        on_stream(&stream, || ops::transpose(&self.array(), &perm).py().map(PyArray::from))
     }
 
     #[pyo3(signature = (axis = None, *, stream = None))]
     fn squeeze(&self, axis: Option<Axes>, stream: Stream) -> PyResult<PyArray> {
         let axes = axis.map(|a| a.to_vec()).unwrap_or_default();
-        on_stream(&stream, || ops::squeeze(&self.inner, &axes).py().map(PyArray::from))
+        on_stream(&stream, || ops::squeeze(&self.array(), &axes).py().map(PyArray::from))
     }
 
     #[pyo3(signature = (start_axis = 0, end_axis = -1, *, stream = None))]
     fn flatten(&self, start_axis: isize, end_axis: isize, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || flatten_of(&self.inner, start_axis, end_axis).map(PyArray::from))
+        on_stream(&stream, || flatten_of(&self.array(), start_axis, end_axis).map(PyArray::from))
     }
 
     #[pyo3(signature = (axis, *, stream = None))]
     fn expand_dims(&self, axis: Axes, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || expand_dims_of(&self.inner, axis).map(PyArray::from))
+        on_stream(&stream, || expand_dims_of(&self.array(), axis).map(PyArray::from))
     }
 
     #[pyo3(signature = (*, stream = None))]
     fn square(&self, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || ops::multiply(&self.inner, &self.inner).py().map(PyArray::from))
+        let a = self.array();
+        on_stream(&stream, || ops::multiply(&a, &a).py().map(PyArray::from))
     }
 
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
     fn argmax(&self, axis: Option<isize>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || ops::argmax(&self.inner, axis, keepdims).py().map(PyArray::from))
+        on_stream(&stream, || ops::argmax(&self.array(), axis, keepdims).py().map(PyArray::from))
     }
 
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
     fn argmin(&self, axis: Option<isize>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || ops::argmin(&self.inner, axis, keepdims).py().map(PyArray::from))
+        on_stream(&stream, || ops::argmin(&self.array(), axis, keepdims).py().map(PyArray::from))
     }
 
     fn __neg__(&self) -> PyResult<PyArray> {
-        ops::negative(&self.inner).py().map(PyArray::from)
+        ops::negative(&self.array()).py().map(PyArray::from)
     }
 
     fn __abs__(&self) -> PyResult<PyArray> {
-        ops::abs(&self.inner).py().map(PyArray::from)
+        ops::abs(&self.array()).py().map(PyArray::from)
     }
 
     fn __richcmp__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
@@ -269,7 +327,7 @@ impl PyArray {
     }
 
     fn __len__(&self) -> PyResult<usize> {
-        match self.inner.shape().first() {
+        match self.array().shape().first() {
             Some(&n) => Ok(n),
             None => Err(PyTypeError::new_err("len() 0-dimensional array.")),
         }
@@ -278,34 +336,41 @@ impl PyArray {
     fn __iter__(slf: &Bound<'_, Self>) -> PyResult<ArrayIterator> {
         let a = slf.get();
         let len = a.__len__()?;
-        Ok(ArrayIterator { array: a.inner.clone(), next: 0, len })
+        Ok(ArrayIterator { array: a.array(), next: 0, len })
     }
 
     fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<PyArray> {
-        crate::indexing::get_item(&self.inner, key).map(PyArray::from)
+        crate::indexing::get_item(&self.array(), key).map(PyArray::from)
+    }
+
+    /// `a[key] = value`: `a` (this object, and every name bound to it) now
+    /// refers to a new array with the region replaced; arrays computed from
+    /// `a` before keep the old values.
+    fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        crate::indexing::set_item(self, key, value)
     }
 
     fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {
-        if self.inner.size() != 1 {
+        if self.array().size() != 1 {
             return Err(PyValueError::new_err(
                 "The truth value of an array with more than one element is ambiguous.",
             ));
         }
-        let b = ops::astype(&self.inner, Dtype::Bool).py()?;
+        let b = ops::astype(&self.array(), Dtype::Bool).py()?;
         py.detach(|| b.item::<bool>()).map_err(eval_error)
     }
 
     fn __float__(&self, py: Python<'_>) -> PyResult<f64> {
-        item(py, &self.inner)?.extract()
+        item(py, &self.array())?.extract()
     }
 
     fn __int__(&self, py: Python<'_>) -> PyResult<i64> {
-        let v = item(py, &self.inner)?;
+        let v = item(py, &self.array())?;
         v.call_method0("__int__")?.extract()
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        crate::repr::repr(py, &self.inner)
+        crate::repr::repr(py, &self.array())
     }
 
     /// `numpy.array(a)` and `numpy.asarray(a)`: a NumPy copy.
@@ -317,7 +382,7 @@ impl PyArray {
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let _ = copy; // The result is always a new array.
-        let out = to_numpy(py, &self.inner)?;
+        let out = to_numpy(py, &self.array())?;
         match dtype {
             Some(d) => out.call_method1("astype", (d,)),
             None => Ok(out),
@@ -327,7 +392,7 @@ impl PyArray {
     /// The stream this array is computed on.
     #[getter]
     fn stream(&self) -> crate::device::PyStream {
-        crate::device::PyStream(self.inner.stream())
+        crate::device::PyStream(self.array().stream())
     }
 }
 

@@ -95,7 +95,7 @@ impl Scalar {
 pub fn to_array(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>) -> PyResult<Array> {
     let py = ob.py();
     if let Ok(a) = ob.cast::<PyArray>() {
-        let a = a.get().inner.clone();
+        let a = a.get().array();
         return match dtype {
             Some(d) => ops::astype(&a, d).py(),
             None => Ok(a),

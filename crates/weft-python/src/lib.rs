@@ -5,7 +5,9 @@
 //! Layout: `array.rs` (the array class), `ops.rs` (module-level ops),
 //! `indexing.rs`, `convert.rs` (Python values <-> arrays), `device.rs`
 //! (devices and streams), `runtime.rs` (eval, memory), `dtype.rs`,
-//! `args.rs` (shared argument types), `errors.rs`, `repr.rs`.
+//! `args.rs` (shared argument types), `errors.rs`, `repr.rs`; the submodules
+//! `random.rs` (`weft.core.random`) and `fast.rs` (`weft.core.fast`), and
+//! `io.rs` (`load`, `save_safetensors`).
 
 mod args;
 mod array;
@@ -13,8 +15,11 @@ mod convert;
 mod device;
 mod dtype;
 mod errors;
+mod fast;
 mod indexing;
+mod io;
 mod ops;
+mod random;
 mod repr;
 mod runtime;
 
@@ -30,5 +35,18 @@ fn weft_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     device::register(m)?;
     ops::register(m)?;
     runtime::register(m)?;
+    io::register(m)?;
+    random::register(m)?;
+    fast::register(m)?;
+    Ok(())
+}
+
+/// Adds `sub` as `weft.core.<name>`, also in `sys.modules`, so that
+/// `import weft.core.<name>` and `from weft.core import <name>` work.
+pub(crate) fn add_submodule(parent: &Bound<'_, PyModule>, sub: &Bound<'_, PyModule>, name: &str) -> PyResult<()> {
+    let full = format!("weft.core.{name}");
+    sub.setattr("__name__", &full)?;
+    parent.add_submodule(sub)?;
+    parent.py().import("sys")?.getattr("modules")?.set_item(full, sub)?;
     Ok(())
 }

@@ -41,6 +41,8 @@ unary! {
     sigmoid,
     sin,
     cos,
+    /// The error function.
+    erf,
 }
 
 macro_rules! binary {
@@ -390,15 +392,221 @@ pub fn eye(n: isize, m: Option<isize>, k: isize, dtype: PyDtype, stream: Stream)
     on_stream(&stream, || ops::eye(n as usize, m as usize, k, dtype.0).py().map(PyArray::from))
 }
 
+/// `a` with `axes` (normalized, distinct) moved to the end and merged into
+/// one: the merged array and the permutation used (None when unchanged).
+fn merge_axes_to_end(a: &Array, axes: &[usize]) -> PyResult<(Array, Vec<isize>)> {
+    let rest: Vec<usize> = (0..a.ndim()).filter(|d| !axes.contains(d)).collect();
+    let perm: Vec<isize> = rest.iter().chain(axes).map(|&d| d as isize).collect();
+    let moved = ops::transpose(a, &perm).py()?;
+    let shape: Vec<isize> = rest.iter().map(|&d| a.shape()[d] as isize).chain([-1]).collect();
+    Ok((ops::reshape(&moved, &shape).py()?, perm))
+}
+
+/// Normalized, distinct axes (all axes when `axis` is None).
+fn axes_of(op: &str, a: &Array, axis: Option<Axes>) -> PyResult<Vec<usize>> {
+    let n = a.ndim() as isize;
+    let raw = match axis {
+        None => (0..n).collect(),
+        Some(ax) => ax.to_vec(),
+    };
+    let mut out = Vec::with_capacity(raw.len());
+    for ax in raw {
+        let a_ = if ax < 0 { ax + n } else { ax };
+        if a_ < 0 || a_ >= n {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "{op}: axis {ax} is out of range for an array of {n} dimensions"
+            )));
+        }
+        if out.contains(&(a_ as usize)) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!("{op}: repeated axis {ax}")));
+        }
+        out.push(a_ as usize);
+    }
+    Ok(out)
+}
+
+/// `exp(a) / sum(exp(a))` over `axis` (every axis when None), computed
+/// stably. `precise` is accepted for mlx.core compatibility: weft always
+/// accumulates float16/bfloat16 in float32.
+#[pyfunction]
+#[pyo3(signature = (a, /, axis = None, *, precise = false, stream = None))]
+pub fn softmax(a: &Any<'_>, axis: Option<Axes>, precise: bool, stream: Stream) -> PyResult<PyArray> {
+    let _ = precise;
+    on_stream(&stream, || {
+        let a = to_array(a, None)?;
+        let axes = axes_of("softmax", &a, axis)?;
+        if axes.is_empty() && a.ndim() > 0 {
+            // Over no axis: each element alone, exp(x - x) = 1.
+            let x = ops::astype(&a, a.dtype().at_least_float()).py()?;
+            return ops::softmax(&ops::expand_dims(&x, -1).py()?, -1)
+                .and_then(|y| ops::squeeze(&y, &[-1]))
+                .py()
+                .map(PyArray::from);
+        }
+        if let [ax] = axes[..] {
+            return ops::softmax(&a, ax as isize).py().map(PyArray::from);
+        }
+        // Several axes (or a 0-d array): merge them into one last axis.
+        let (merged, perm) = merge_axes_to_end(&a, &axes)?;
+        let y = ops::softmax(&merged, -1).py()?;
+        let moved_shape: Vec<isize> = perm.iter().map(|&d| a.shape()[d as usize] as isize).collect();
+        let y = ops::reshape(&y, &moved_shape).py()?;
+        let mut inverse = vec![0isize; perm.len()];
+        for (i, &p) in perm.iter().enumerate() {
+            inverse[p as usize] = i as isize;
+        }
+        ops::transpose(&y, &inverse).py().map(PyArray::from)
+    })
+}
+
+/// `log(sum(exp(a), axis))`, computed stably.
+#[pyfunction]
+#[pyo3(signature = (a, /, axis = None, keepdims = false, *, stream = None))]
+pub fn logsumexp(a: &Any<'_>, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || logsumexp_of(&to_array(a, None)?, axis, keepdims).map(PyArray::from))
+}
+
+/// `logsumexp` of an array (also the array method).
+pub fn logsumexp_of(a: &Array, axis: Option<Axes>, keepdims: bool) -> PyResult<Array> {
+    let axes = axes_of("logsumexp", a, axis)?;
+    if axes.is_empty() && a.ndim() > 0 {
+        // Over no axis: log(exp(x)) = x.
+        return ops::astype(a, a.dtype().at_least_float()).py();
+    }
+    let axes: Vec<isize> = axes.iter().map(|&d| d as isize).collect();
+    ops::logsumexp(a, &axes, keepdims).py()
+}
+
+/// Running sum along `axis` (of the flattened array when None); `reverse`
+/// sums from the end, `inclusive=False` starts from 0.
+#[pyfunction]
+#[pyo3(signature = (a, /, axis = None, *, reverse = false, inclusive = true, stream = None))]
+pub fn cumsum(a: &Any<'_>, axis: Option<isize>, reverse: bool, inclusive: bool, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || ops::cumsum(&to_array(a, None)?, axis, reverse, inclusive).py().map(PyArray::from))
+}
+
+/// `a` sorted ascending along `axis` (the flattened array when None).
+#[pyfunction]
+#[pyo3(signature = (a, /, axis = Some(-1), *, stream = None))]
+pub fn sort(a: &Any<'_>, axis: Option<isize>, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || ops::sort(&to_array(a, None)?, axis).py().map(PyArray::from))
+}
+
+/// The (uint32) indices that sort `a` along `axis` (stable).
+#[pyfunction]
+#[pyo3(signature = (a, /, axis = Some(-1), *, stream = None))]
+pub fn argsort(a: &Any<'_>, axis: Option<isize>, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || ops::argsort(&to_array(a, None)?, axis).py().map(PyArray::from))
+}
+
+/// The `k` largest elements along `axis` (weft returns them in ascending
+/// order; mlx.core does not promise an order).
+#[pyfunction]
+#[pyo3(signature = (a, /, k, axis = Some(-1), *, stream = None))]
+pub fn topk(a: &Any<'_>, k: isize, axis: Option<isize>, stream: Stream) -> PyResult<PyArray> {
+    let k = usize::try_from(k).map_err(|_| pyo3::exceptions::PyValueError::new_err(format!("topk: k must be non-negative, got {k}")))?;
+    on_stream(&stream, || ops::topk(&to_array(a, None)?, k, axis).py().map(PyArray::from))
+}
+
+/// Slices of `a` along `axis` (of the flattened array when None) at
+/// `indices`; negative indices count from the end.
+#[pyfunction]
+#[pyo3(signature = (a, /, indices, axis = None, *, stream = None))]
+pub fn take(a: &Any<'_>, indices: &Any<'_>, axis: Option<isize>, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || ops::take(&to_array(a, None)?, &to_array(indices, None)?, axis).py().map(PyArray::from))
+}
+
+/// `a` at `indices` along `axis`, with `indices` broadcast against `a`
+/// except along `axis` (both flattened when `axis` is None).
+#[pyfunction]
+#[pyo3(signature = (a, /, indices, axis = None, *, stream = None))]
+pub fn take_along_axis(a: &Any<'_>, indices: &Any<'_>, axis: Option<isize>, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || {
+        ops::take_along_axis(&to_array(a, None)?, &to_array(indices, None)?, axis).py().map(PyArray::from)
+    })
+}
+
+/// Integers read from a Python int, a sequence or an array (evaluated).
+pub fn host_ints(ob: &Any<'_>, what: &str) -> PyResult<Vec<i64>> {
+    if let Ok(i) = ob.extract::<i64>() {
+        if !ob.is_instance_of::<PyArray>() {
+            return Ok(vec![i]);
+        }
+    }
+    let a = to_array(ob, None)?;
+    if !a.dtype().is_integer() {
+        return Err(PyTypeError::new_err(format!("{what} must be integers, got {}", a.dtype())));
+    }
+    let a = ops::astype(&a, Dtype::I64).py()?;
+    crate::convert::read::<i64>(ob.py(), &a)
+}
+
+/// `a` with the block of `update`'s shape starting at `start_indices` (one
+/// per axis in `axes`; 0 on other axes) replaced by `update`.
+#[pyfunction]
+#[pyo3(signature = (a, update, start_indices, axes, *, stream = None))]
+pub fn slice_update(a: &Any<'_>, update: &Any<'_>, start_indices: &Any<'_>, axes: Axes, stream: Stream) -> PyResult<PyArray> {
+    use pyo3::exceptions::PyValueError;
+    let starts = host_ints(start_indices, "slice_update: start_indices")?;
+    on_stream(&stream, || {
+        let a = to_array(a, None)?;
+        let update = to_array(update, None)?;
+        let axes = axes.to_vec();
+        if starts.len() != axes.len() {
+            return Err(PyValueError::new_err(format!(
+                "slice_update: {} start indices for {} axes",
+                starts.len(),
+                axes.len()
+            )));
+        }
+        if update.ndim() > a.ndim() {
+            return Err(PyValueError::new_err(format!(
+                "slice_update: update of shape {:?} has more dimensions than the array {:?}",
+                update.shape(),
+                a.shape()
+            )));
+        }
+        let n = a.ndim();
+        let ushape: Vec<usize> = std::iter::repeat_n(1, n - update.ndim()).chain(update.shape().iter().copied()).collect();
+        let mut start = vec![0i64; n];
+        let mut seen = vec![false; n];
+        for (&ax, &s) in axes.iter().zip(&starts) {
+            let d = if ax < 0 { ax + n as isize } else { ax };
+            if d < 0 || d >= n as isize || seen[d as usize] {
+                return Err(PyValueError::new_err(format!("slice_update: invalid or repeated axis {ax} for {n} dimensions")));
+            }
+            seen[d as usize] = true;
+            let len = a.shape()[d as usize] as i64;
+            start[d as usize] = if s < 0 { s + len } else { s };
+        }
+        let mut args = Vec::with_capacity(n);
+        for d in 0..n {
+            let (s, len, dim) = (start[d], ushape[d] as i64, a.shape()[d] as i64);
+            if s < 0 || s + len > dim {
+                return Err(PyValueError::new_err(format!(
+                    "slice_update: an update of shape {:?} at {start:?} does not fit in the array {:?}",
+                    update.shape(),
+                    a.shape()
+                )));
+            }
+            args.push(weft::ops::SliceArg::range(s as isize, (s + len) as isize));
+        }
+        let shape: Vec<isize> = ushape.iter().map(|&d| d as isize).collect();
+        let update = ops::reshape(&update, &shape).py()?;
+        ops::slice_update(&a, &update, &args).py().map(PyArray::from)
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     macro_rules! add {
         ($($f:ident),* $(,)?) => {$( m.add_function(wrap_pyfunction!($f, m)?)?; )*};
     }
-    add!(negative, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, sin, cos, square);
+    add!(negative, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, sin, cos, erf, square);
     add!(add, subtract, multiply, divide, power, maximum, minimum);
     add!(equal, not_equal, less, less_equal, greater, greater_equal, where_, matmul);
     add!(sum, mean, max, min, argmax, argmin);
     add!(reshape, transpose, broadcast_to, concatenate, stack, expand_dims, squeeze, flatten, astype);
     add!(zeros, ones, full, zeros_like, ones_like, arange, eye);
+    add!(softmax, logsumexp, cumsum, sort, argsort, topk, take, take_along_axis, slice_update);
     Ok(())
 }

@@ -10,7 +10,7 @@ use weft::Array;
 /// The arrays in a tree of lists, tuples and dicts; other leaves are skipped.
 fn collect(ob: &Bound<'_, PyAny>, out: &mut Vec<Array>) -> PyResult<()> {
     if let Ok(a) = ob.cast::<PyArray>() {
-        out.push(a.get().inner.clone());
+        out.push(a.get().array());
     } else if ob.is_instance_of::<PyList>() || ob.is_instance_of::<PyTuple>() {
         for item in ob.try_iter()? {
             collect(&item?, out)?;

@@ -1,0 +1,278 @@
+//! `weft.core.random`: mlx.core.random's functions. Keys are `uint32[2]`
+//! arrays; a call without `key=` splits the calling thread's default key,
+//! which `seed` restarts (for every thread).
+
+use crate::args::Shape;
+use crate::array::PyArray;
+use crate::convert::{to_array, Scalar};
+use crate::device::{on_stream, StreamOrDevice};
+use crate::dtype::PyDtype;
+use crate::errors::OpResult;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use weft::shape::broadcast_shapes;
+use weft::{ops, random, Array, Dtype};
+
+type Any<'py> = Bound<'py, PyAny>;
+type Stream = Option<StreamOrDevice>;
+
+fn key_of(key: Option<&Any<'_>>) -> PyResult<Option<Array>> {
+    key.map(|k| to_array(k, None)).transpose()
+}
+
+/// A bound (`low`, `high`, `loc`, `scale`, `p`): a Python number, or an array.
+enum Param {
+    Number(f64),
+    Array(Array),
+}
+
+fn param(ob: &Any<'_>, what: &str) -> PyResult<Param> {
+    match Scalar::extract(ob)? {
+        Some(Scalar::Bool(_)) => Err(PyTypeError::new_err(format!("{what} must be a number or an array, not a bool"))),
+        Some(Scalar::Int(i)) => Ok(Param::Number(i as f64)),
+        Some(Scalar::Float(f)) => Ok(Param::Number(f)),
+        None => Ok(Param::Array(to_array(ob, None)?)),
+    }
+}
+
+impl Param {
+    fn array(&self, dtype: Dtype) -> PyResult<Array> {
+        match self {
+            Param::Number(v) => Ok(Scalar::Float(*v).to_array(dtype)),
+            Param::Array(a) => ops::astype(a, dtype).py(),
+        }
+    }
+    fn shape(&self) -> &[usize] {
+        match self {
+            Param::Number(_) => &[],
+            Param::Array(a) => a.shape(),
+        }
+    }
+}
+
+/// Checks that parameters of these shapes broadcast to `shape` (mlx.core's
+/// rule: the output has exactly `shape`).
+fn check_fits(op: &str, shape: &[usize], params: &[&[usize]]) -> PyResult<()> {
+    for p in params {
+        if !broadcast_shapes(p, shape).is_ok_and(|s| s == shape) {
+            return Err(PyValueError::new_err(format!(
+                "{op}: a parameter of shape {p:?} does not broadcast to the shape {shape:?}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Restarts the default key of every thread from `seed`.
+#[pyfunction]
+fn seed(seed: u64) {
+    random::seed(seed)
+}
+
+/// A key (`uint32[2]`) from a seed.
+#[pyfunction]
+fn key(seed: u64) -> PyArray {
+    random::key(seed).into()
+}
+
+/// `num` new keys (`uint32[num, 2]`) from `key`.
+#[pyfunction]
+#[pyo3(signature = (key, num = 2, *, stream = None))]
+fn split(key: &Any<'_>, num: usize, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || random::split(&to_array(key, None)?, num).py().map(PyArray::from))
+}
+
+/// Uniformly random bits: `uint32` words (`width=4`, the only width weft has).
+#[pyfunction]
+#[pyo3(signature = (shape = Shape(vec![]), width = 4, key = None, *, stream = None))]
+fn bits(shape: Shape, width: usize, key: Option<&Any<'_>>, stream: Stream) -> PyResult<PyArray> {
+    if width != 4 {
+        return Err(PyValueError::new_err(format!("bits: weft only makes 4-byte (uint32) words, got width={width}")));
+    }
+    let key = key_of(key)?;
+    on_stream(&stream, || random::bits(&shape.dims()?, key.as_ref()).py().map(PyArray::from))
+}
+
+/// Uniform samples in `[low, high)`; `low` and `high` may be arrays that
+/// broadcast to `shape`.
+#[pyfunction]
+#[pyo3(signature = (low = None, high = None, shape = Shape(vec![]), dtype = PyDtype(Dtype::F32), key = None, *, stream = None))]
+fn uniform(
+    low: Option<&Any<'_>>,
+    high: Option<&Any<'_>>,
+    shape: Shape,
+    dtype: PyDtype,
+    key: Option<&Any<'_>>,
+    stream: Stream,
+) -> PyResult<PyArray> {
+    let low = low.map(|l| param(l, "uniform: low")).transpose()?.unwrap_or(Param::Number(0.0));
+    let high = high.map(|h| param(h, "uniform: high")).transpose()?.unwrap_or(Param::Number(1.0));
+    let key = key_of(key)?;
+    let (shape, dtype) = (shape.dims()?, dtype.0);
+    on_stream(&stream, || {
+        if let (Param::Number(l), Param::Number(h)) = (&low, &high) {
+            return random::uniform(*l, *h, &shape, dtype, key.as_ref()).py().map(PyArray::from);
+        }
+        if !dtype.is_float() {
+            return Err(PyValueError::new_err(format!("uniform needs a float dtype, got {dtype}")));
+        }
+        check_fits("uniform", &shape, &[low.shape(), high.shape()])?;
+        // low + (high - low) * u, computed in float32 at least.
+        let wide = Dtype::promote(dtype, Dtype::F32);
+        let u = random::uniform(0.0, 1.0, &shape, wide, key.as_ref()).py()?;
+        let (l, h) = (low.array(wide)?, high.array(wide)?);
+        let x = ops::add(&l, &ops::multiply(&ops::subtract(&h, &l).py()?, &u).py()?).py()?;
+        ops::astype(&ops::broadcast_to(&x, &shape).py()?, dtype).py().map(PyArray::from)
+    })
+}
+
+/// Normal samples with mean `loc` and standard deviation `scale` (numbers,
+/// or arrays that broadcast to `shape`).
+#[pyfunction]
+#[pyo3(signature = (shape = Shape(vec![]), dtype = PyDtype(Dtype::F32), loc = None, scale = None, key = None, *, stream = None))]
+fn normal(
+    shape: Shape,
+    dtype: PyDtype,
+    loc: Option<&Any<'_>>,
+    scale: Option<&Any<'_>>,
+    key: Option<&Any<'_>>,
+    stream: Stream,
+) -> PyResult<PyArray> {
+    let loc = loc.map(|l| param(l, "normal: loc")).transpose()?.unwrap_or(Param::Number(0.0));
+    let scale = scale.map(|s| param(s, "normal: scale")).transpose()?.unwrap_or(Param::Number(1.0));
+    let key = key_of(key)?;
+    let (shape, dtype) = (shape.dims()?, dtype.0);
+    on_stream(&stream, || {
+        if let (Param::Number(l), Param::Number(s)) = (&loc, &scale) {
+            return random::normal(&shape, dtype, *l, *s, key.as_ref()).py().map(PyArray::from);
+        }
+        if !dtype.is_float() {
+            return Err(PyValueError::new_err(format!("normal needs a float dtype, got {dtype}")));
+        }
+        check_fits("normal", &shape, &[loc.shape(), scale.shape()])?;
+        let wide = Dtype::promote(dtype, Dtype::F32);
+        let z = random::normal(&shape, wide, 0.0, 1.0, key.as_ref()).py()?;
+        let x = ops::add(&loc.array(wide)?, &ops::multiply(&scale.array(wide)?, &z).py()?).py()?;
+        ops::astype(&ops::broadcast_to(&x, &shape).py()?, dtype).py().map(PyArray::from)
+    })
+}
+
+fn int_bound(ob: &Any<'_>, what: &str) -> PyResult<i64> {
+    match Scalar::extract(ob)? {
+        Some(Scalar::Int(i)) => Ok(i),
+        _ => Err(PyTypeError::new_err(format!(
+            "randint: {what} must be a Python int (weft does not take array bounds here), got {}",
+            ob.get_type().name()?
+        ))),
+    }
+}
+
+/// Uniform integers in `[low, high)`.
+#[pyfunction]
+#[pyo3(signature = (low, high, shape = Shape(vec![]), dtype = PyDtype(Dtype::I32), key = None, *, stream = None))]
+fn randint(
+    low: &Any<'_>,
+    high: &Any<'_>,
+    shape: Shape,
+    dtype: PyDtype,
+    key: Option<&Any<'_>>,
+    stream: Stream,
+) -> PyResult<PyArray> {
+    let (low, high) = (int_bound(low, "low")?, int_bound(high, "high")?);
+    let key = key_of(key)?;
+    on_stream(&stream, || random::randint(low, high, &shape.dims()?, dtype.0, key.as_ref()).py().map(PyArray::from))
+}
+
+/// `True` with probability `p` (a number or an array that broadcasts to
+/// `shape`; the output has `p`'s shape when `shape` is None).
+#[pyfunction]
+#[pyo3(signature = (p = None, shape = None, key = None, *, stream = None))]
+fn bernoulli(p: Option<&Any<'_>>, shape: Option<Shape>, key: Option<&Any<'_>>, stream: Stream) -> PyResult<PyArray> {
+    let p = p.map(|p| param(p, "bernoulli: p")).transpose()?.unwrap_or(Param::Number(0.5));
+    let key = key_of(key)?;
+    let shape = shape.map(|s| s.dims()).transpose()?;
+    on_stream(&stream, || {
+        let p = p.array(Dtype::F32)?;
+        if let Some(s) = &shape {
+            check_fits("bernoulli", s, &[p.shape()])?;
+        }
+        random::bernoulli(&p, shape.as_deref(), key.as_ref()).py().map(PyArray::from)
+    })
+}
+
+/// Samples (`uint32` indices) from the categorical distributions whose
+/// unnormalized log-probabilities lie along `axis` of `logits`. `shape`
+/// gives the output shape (the other axes of `logits` broadcast to it);
+/// `num_samples` draws that many from each distribution, in a last axis.
+#[pyfunction]
+#[pyo3(signature = (logits, axis = -1, shape = None, num_samples = None, key = None, *, stream = None))]
+fn categorical(
+    logits: &Any<'_>,
+    axis: isize,
+    shape: Option<Shape>,
+    num_samples: Option<usize>,
+    key: Option<&Any<'_>>,
+    stream: Stream,
+) -> PyResult<PyArray> {
+    if shape.is_some() && num_samples.is_some() {
+        return Err(PyValueError::new_err("categorical: at most one of shape or num_samples can be given"));
+    }
+    let key = key_of(key)?;
+    let shape = shape.map(|s| s.dims()).transpose()?;
+    on_stream(&stream, || {
+        let logits = to_array(logits, None)?;
+        let n = logits.ndim() as isize;
+        let ax = if axis < 0 { axis + n } else { axis };
+        if ax < 0 || ax >= n {
+            return Err(PyValueError::new_err(format!("categorical: axis {axis} is out of range for {n} dimensions")));
+        }
+        if shape.is_none() && num_samples.is_none() {
+            return random::categorical(&logits, ax, key.as_ref()).py().map(PyArray::from);
+        }
+        // The distributions along a last axis, broadcast to the batch shape.
+        let last = ops::transpose(&logits, &move_to_end(n as usize, ax as usize)).py()?;
+        let batch: Vec<usize> = last.shape()[..last.ndim() - 1].to_vec();
+        let classes = last.shape()[last.ndim() - 1];
+        let (target, src) = match (&shape, num_samples) {
+            (Some(s), _) => {
+                check_fits("categorical", s, &[batch.as_slice()])?;
+                (s.clone(), last)
+            }
+            (None, Some(k)) => {
+                let mut t = batch.clone();
+                t.push(k);
+                (t, ops::expand_dims(&last, -2).py()?)
+            }
+            (None, None) => unreachable!("handled above"),
+        };
+        let full: Vec<usize> = target.iter().copied().chain([classes]).collect();
+        let src = ops::broadcast_to(&src, &full).py()?;
+        random::categorical(&src, -1, key.as_ref()).py().map(PyArray::from)
+    })
+}
+
+/// The permutation of `ndim` axes that moves axis `ax` to the end.
+fn move_to_end(ndim: usize, ax: usize) -> Vec<isize> {
+    (0..ndim).filter(|&d| d != ax).chain([ax]).map(|d| d as isize).collect()
+}
+
+/// Registers `weft.core.random` (importable as `weft.core.random` too).
+pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = parent.py();
+    // As in MLX, the default keys start from the time: a fresh process
+    // draws new numbers unless it calls `seed`.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+    random::seed(now);
+    let m = PyModule::new(py, "random")?;
+    m.add("__doc__", "Random numbers with explicit keys, as mlx.core.random.")?;
+    m.add_function(wrap_pyfunction!(seed, &m)?)?;
+    m.add_function(wrap_pyfunction!(key, &m)?)?;
+    m.add_function(wrap_pyfunction!(split, &m)?)?;
+    m.add_function(wrap_pyfunction!(bits, &m)?)?;
+    m.add_function(wrap_pyfunction!(uniform, &m)?)?;
+    m.add_function(wrap_pyfunction!(normal, &m)?)?;
+    m.add_function(wrap_pyfunction!(randint, &m)?)?;
+    m.add_function(wrap_pyfunction!(bernoulli, &m)?)?;
+    m.add_function(wrap_pyfunction!(categorical, &m)?)?;
+    crate::add_submodule(parent, &m, "random")
+}
