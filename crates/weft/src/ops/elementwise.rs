@@ -14,7 +14,7 @@ pub fn astype(a: &Array, dtype: Dtype) -> Result<Array> {
     Ok(Array::from_op(Primitive::AsType, vec![a.clone()], a.shape().to_vec(), dtype))
 }
 
-fn unary(op: UnaryOp, a: &Array) -> Result<Array> {
+pub(super) fn unary(op: UnaryOp, a: &Array) -> Result<Array> {
     let dtype = match op {
         UnaryOp::Neg if a.dtype() == Dtype::Bool => {
             return Err(Error::Dtype("cannot negate a bool array; use logical not".into()))

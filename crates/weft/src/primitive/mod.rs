@@ -20,6 +20,12 @@ pub enum UnaryOp {
     Cos,
     /// The error function.
     Erf,
+    /// `x * (1 + erf(x / sqrt 2)) / 2`.
+    Gelu,
+    /// `x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2`.
+    GeluApprox,
+    /// `x * sigmoid(x)`.
+    Silu,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

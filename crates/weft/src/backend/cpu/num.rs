@@ -97,6 +97,9 @@ impl Arith for bool {
     fn abs(self) -> Self { self }
 }
 
+/// `sqrt(2 / pi)`, of the tanh approximation of GELU.
+const GELU_C: f64 = 0.797_884_560_802_865_4;
+
 /// Transcendental functions, for the float types.
 pub(crate) trait Float: Arith {
     fn unary(self, op: UnaryOp) -> Self;
@@ -115,7 +118,10 @@ fn f32_unary(op: UnaryOp, x: f32) -> f32 {
         UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
         UnaryOp::Sin => x.sin(),
         UnaryOp::Cos => x.cos(),
-        UnaryOp::Erf => erf_f32(x),
+        UnaryOp::Erf => libm::erff(x),
+        UnaryOp::Gelu => 0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2)),
+        UnaryOp::GeluApprox => 0.5 * x * (1.0 + (GELU_C as f32 * (x + 0.044715 * x * x * x)).tanh()),
+        UnaryOp::Silu => x / (1.0 + (-x).exp()),
     }
 }
 
@@ -132,7 +138,10 @@ fn f64_unary(op: UnaryOp, x: f64) -> f64 {
         UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
         UnaryOp::Sin => x.sin(),
         UnaryOp::Cos => x.cos(),
-        UnaryOp::Erf => erf_f64(x),
+        UnaryOp::Erf => libm::erf(x),
+        UnaryOp::Gelu => 0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2)),
+        UnaryOp::GeluApprox => 0.5 * x * (1.0 + (GELU_C * (x + 0.044715 * x * x * x)).tanh()),
+        UnaryOp::Silu => x / (1.0 + (-x).exp()),
     }
 }
 
@@ -153,59 +162,3 @@ impl Float for bf16 {
     fn unary(self, op: UnaryOp) -> Self { bf16::from_f32(f32_unary(op, self.to_f32())) }
 }
 
-/// `erf` to float32 accuracy: a Taylor series near 0 (where `1 - erfc`
-/// would lose relative precision), else the Chebyshev-fitted `erfc` of
-/// Numerical Recipes (fractional error below 1.2e-7), both in float64.
-pub(crate) fn erf_f32(x: f32) -> f32 {
-    let x = x as f64;
-    if x.abs() < 0.5 {
-        return erf_series(x, 1e-9) as f32;
-    }
-    let z = x.abs();
-    let t = 1.0 / (1.0 + 0.5 * z);
-    let poly = -1.26551223
-        + t * (1.00002368
-            + t * (0.37409196
-                + t * (0.09678418
-                    + t * (-0.18628806
-                        + t * (0.27886807
-                            + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-    let erfc = t * (-z * z + poly).exp();
-    (if x >= 0.0 { 1.0 - erfc } else { erfc - 1.0 }) as f32
-}
-
-/// `erf` to float64 accuracy: the all-positive series
-/// `2/sqrt(pi) e^(-x^2) sum (2x^2)^n x / (1 3 5 ... (2n+1))` below 3, and
-/// the continued fraction of `erfc` above (erf is 1 in float64 past 6).
-pub(crate) fn erf_f64(x: f64) -> f64 {
-    let z = x.abs();
-    if z.is_nan() {
-        return x;
-    }
-    if z < 3.0 {
-        return erf_series(x, 1e-17);
-    }
-    if z >= 6.0 {
-        return x.signum();
-    }
-    // erfc(z) = e^(-z^2)/sqrt(pi) / (z + (1/2)/(z + 1/(z + (3/2)/(z + ...)))),
-    // evaluated from the tail.
-    let mut f = z;
-    for k in (1..=60).rev() {
-        f = z + (k as f64 / 2.0) / f;
-    }
-    let erfc = (-z * z).exp() / (std::f64::consts::PI.sqrt() * f);
-    x.signum() * (1.0 - erfc)
-}
-
-fn erf_series(x: f64, tol: f64) -> f64 {
-    let x2 = x * x;
-    let (mut term, mut sum) = (x, x);
-    let mut n = 0.0;
-    while term.abs() > tol * sum.abs() {
-        n += 1.0;
-        term *= 2.0 * x2 / (2.0 * n + 1.0);
-        sum += term;
-    }
-    std::f64::consts::FRAC_2_SQRT_PI * (-x2).exp() * sum
-}

@@ -25,6 +25,9 @@ pub(crate) fn unary(op: UnaryOp, a: &Data, out: OutSpec<'_>) -> Result<CpuBuffer
                 UnaryOp::Sin => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Sin)),
                 UnaryOp::Cos => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Cos)),
                 UnaryOp::Erf => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Erf)),
+                UnaryOp::Gelu => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Gelu)),
+                UnaryOp::GeluApprox => map1::<$T, $T>(a, |x| x.unary(UnaryOp::GeluApprox)),
+                UnaryOp::Silu => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Silu)),
             }
         };
     }

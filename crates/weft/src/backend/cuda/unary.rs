@@ -50,5 +50,10 @@ fn float_expr(op: UnaryOp, x: &str, f: &str) -> String {
         UnaryOp::Sin => format!("sin{f}({x})"),
         UnaryOp::Cos => format!("cos{f}({x})"),
         UnaryOp::Erf => format!("erf{f}({x})"),
+        UnaryOp::Gelu => format!("(0.5{f} * ({x}) * ({one} + erf{f}(({x}) * 0.70710678118654752{f})))"),
+        UnaryOp::GeluApprox => {
+            format!("(0.5{f} * ({x}) * ({one} + tanh{f}(0.79788456080286536{f} * (({x}) + 0.044715{f} * ({x}) * ({x}) * ({x})))))")
+        }
+        UnaryOp::Silu => format!("(({x}) / ({one} + exp{f}(-({x}))))"),
     }
 }
