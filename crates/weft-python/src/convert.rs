@@ -11,23 +11,7 @@ use weft::buffer::CpuElement;
 use weft::dtype::Element;
 use weft::{ops, Array, Dtype};
 
-/// Runs `$body` with `$T` bound to the Rust element type of dtype `$d`.
-macro_rules! with_dtype {
-    ($d:expr, $T:ident => $body:expr) => {
-        match $d {
-            Dtype::Bool => { type $T = bool; $body }
-            Dtype::U8 => { type $T = u8; $body }
-            Dtype::U32 => { type $T = u32; $body }
-            Dtype::I32 => { type $T = i32; $body }
-            Dtype::I64 => { type $T = i64; $body }
-            Dtype::F16 => { type $T = half::f16; $body }
-            Dtype::BF16 => { type $T = half::bf16; $body }
-            Dtype::F32 => { type $T = f32; $body }
-            Dtype::F64 => { type $T = f64; $body }
-        }
-    };
-}
-pub(crate) use with_dtype;
+pub(crate) use weft::with_dtype;
 
 /// A Python scalar: `bool`, `int` or `float`.
 #[derive(Clone, Copy, Debug)]

@@ -191,3 +191,28 @@ mod tests {
         }
     }
 }
+
+/// Runs `$body` with the type alias `$T` bound to the Rust element type of
+/// `$dtype` (a [`Dtype`]): one monomorphized body per dtype.
+///
+/// ```
+/// use weft::{with_dtype, Dtype};
+/// let size = |d: Dtype| with_dtype!(d, T => std::mem::size_of::<T>());
+/// assert_eq!((size(Dtype::BF16), size(Dtype::I64)), (2, 8));
+/// ```
+#[macro_export]
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {{
+        match $dtype {
+            $crate::Dtype::Bool => { type $T = bool; $body }
+            $crate::Dtype::U8 => { type $T = u8; $body }
+            $crate::Dtype::U32 => { type $T = u32; $body }
+            $crate::Dtype::I32 => { type $T = i32; $body }
+            $crate::Dtype::I64 => { type $T = i64; $body }
+            $crate::Dtype::F16 => { type $T = $crate::half::f16; $body }
+            $crate::Dtype::BF16 => { type $T = $crate::half::bf16; $body }
+            $crate::Dtype::F32 => { type $T = f32; $body }
+            $crate::Dtype::F64 => { type $T = f64; $body }
+        }
+    }};
+}

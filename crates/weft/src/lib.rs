@@ -34,6 +34,8 @@ pub mod stream;
 mod sync;
 
 pub use array::Array;
+/// The `half` crate, whose `f16`/`bf16` are weft's 16-bit float elements.
+pub use half;
 pub use ops::{fast, random};
 pub use buffer::{active_memory, peak_memory, reset_peak_memory, set_memory_limit};
 pub use device::{default_device, set_default_device, Device, DeviceType};

@@ -109,7 +109,7 @@ const INTS: [Dtype; 4] = [Dtype::I32, Dtype::I64, Dtype::U32, Dtype::U8];
 fn unary_ops_match_cpu() {
     let _s = serial();
     use ops::*;
-    let fs: [(&str, fn(&Array) -> weft::Result<Array>); 10] = [
+    let fs: [(&str, fn(&Array) -> weft::Result<Array>); 14] = [
         ("neg", negative),
         ("abs", abs),
         ("exp", exp),
@@ -120,6 +120,10 @@ fn unary_ops_match_cpu() {
         ("sigmoid", sigmoid),
         ("sin", sin),
         ("cos", cos),
+        ("erf", erf),
+        ("gelu", gelu),
+        ("gelu_approx", gelu_approx),
+        ("silu", silu),
     ];
     for (i, d) in FLOATS.into_iter().enumerate() {
         let x = random(&[37, 29], d, 0.05, 4.0, i as u64);
@@ -615,4 +619,11 @@ fn transformer_ops_on_gpu_streams_match_cpu() {
     same_as_cpu("rms_norm", 1e-5, || weft::fast::rms_norm(&x, Some(&w), 1e-5));
     let idx = Array::from_slice(&[3u32, 0, 2], &[3]).unwrap();
     same_as_cpu("take", 0.0, || ops::take(&x, &idx, Some(0)));
+    same_as_cpu("slice_update of GPU arrays", 0.0, || {
+        let a = ops::multiply(&x, &Array::scalar(2.0f32))?; // GPU kernel
+        let u = ops::add(&w, &Array::scalar(1.0f32))?; // GPU kernel
+        let region = [ops::SliceArg::range(1, 2), ops::SliceArg::ALL];
+        let b = ops::slice_update(&a, &u, &region)?; // host
+        ops::subtract(&b, &Array::scalar(0.5f32)) // GPU kernel
+    });
 }

@@ -42,24 +42,8 @@ use rayon::prelude::*;
 /// Element counts from which a kernel splits its work across threads.
 pub(crate) const PARALLEL_MIN: usize = 1 << 15;
 
-/// Runs `$body` with `$T` bound to the Rust type of `$dtype`.
-macro_rules! dispatch {
-    ($dtype:expr, $T:ident => $body:expr) => {{
-        use $crate::dtype::Dtype;
-        match $dtype {
-            Dtype::Bool => { type $T = bool; $body }
-            Dtype::U8 => { type $T = u8; $body }
-            Dtype::U32 => { type $T = u32; $body }
-            Dtype::I32 => { type $T = i32; $body }
-            Dtype::I64 => { type $T = i64; $body }
-            Dtype::F16 => { type $T = half::f16; $body }
-            Dtype::BF16 => { type $T = half::bf16; $body }
-            Dtype::F32 => { type $T = f32; $body }
-            Dtype::F64 => { type $T = f64; $body }
-        }
-    }};
-}
-pub(crate) use dispatch;
+/// `weft::with_dtype!`, under the name the kernels use.
+pub(crate) use crate::with_dtype as dispatch;
 
 pub(crate) struct CpuEncoder;
 
