@@ -119,28 +119,55 @@ pub fn for_each_row<const K: usize>(
     shape: &[usize],
     strides: [&[isize]; K],
     offsets: [usize; K],
+    f: impl FnMut([isize; K], usize),
+) {
+    for_each_row_in(shape, strides, offsets, 0..row_count(shape), f)
+}
+
+/// The number of innermost rows an iteration over `shape` visits.
+pub fn row_count(shape: &[usize]) -> usize {
+    match shape.split_last() {
+        None => 1,
+        Some((&0, _)) => 0,
+        Some((_, outer)) => numel(outer),
+    }
+}
+
+/// [`for_each_row`] restricted to the rows numbered `rows` (row-major), so
+/// disjoint ranges can be walked by different threads.
+pub fn for_each_row_in<const K: usize>(
+    shape: &[usize],
+    strides: [&[isize]; K],
+    offsets: [usize; K],
+    rows: std::ops::Range<usize>,
     mut f: impl FnMut([isize; K], usize),
 ) {
     let nd = shape.len();
     if nd == 0 {
-        f(offsets.map(|o| o as isize), 1);
+        if rows.contains(&0) {
+            f(offsets.map(|o| o as isize), 1);
+        }
         return;
     }
-    if shape.contains(&0) {
+    if shape.contains(&0) || rows.is_empty() {
         return;
     }
     let inner = shape[nd - 1];
+    // The multi-index of row `rows.start` over the outer dimensions.
     let mut idx = vec![0usize; nd - 1];
     let mut base: [isize; K] = offsets.map(|o| o as isize);
-    loop {
+    let mut r = rows.start;
+    for d in (0..nd - 1).rev() {
+        idx[d] = r % shape[d];
+        r /= shape[d];
+        for k in 0..K {
+            base[k] += idx[d] as isize * strides[k][d];
+        }
+    }
+    for _ in rows {
         f(base, inner);
         // Advance the multi-index over the outer dimensions, odometer style.
-        let mut d = nd - 1;
-        loop {
-            if d == 0 {
-                return;
-            }
-            d -= 1;
+        for d in (0..nd - 1).rev() {
             idx[d] += 1;
             for k in 0..K {
                 base[k] += strides[k][d];
@@ -179,6 +206,23 @@ mod tests {
             }
         });
         assert!(seen.iter().all(|&c| c == 1));
+    }
+
+    #[test]
+    fn row_ranges_split_the_walk() {
+        let l = Layout::contiguous(&[3, 4, 5]).permute(&[1, 2, 0]);
+        let mut whole = Vec::new();
+        for_each_row(&l.shape, [&l.strides], [7], |[o], n| whole.push((o, n)));
+        assert_eq!(whole.len(), row_count(&l.shape));
+        for cut in 0..=whole.len() {
+            let mut parts = Vec::new();
+            for r in [0..cut, cut..whole.len()] {
+                for_each_row_in(&l.shape, [&l.strides], [7], r, |[o], n| parts.push((o, n)));
+            }
+            assert_eq!(parts, whole, "split at row {cut}");
+        }
+        assert_eq!(row_count(&[]), 1);
+        assert_eq!(row_count(&[2, 0]), 0);
     }
 
     #[test]

@@ -1,11 +1,10 @@
 //! `LayerNorm`: `(x - mean) / sqrt(var + eps) * weight + bias` over the
 //! last axis, two-pass in float32 (float64 for float64 inputs).
 
-use super::rows::{build_rows, contiguous, float_dispatch, Acc, FloatElem};
+use super::rows::{build_rows, contiguous, float_dispatch, sum_by, Acc, FloatElem};
 use crate::buffer::{CpuBuffer, Data};
 use crate::primitive::OutSpec;
 use crate::Result;
-use num_traits::Zero;
 
 pub(crate) fn layer_norm(
     eps: f32,
@@ -25,21 +24,35 @@ pub(crate) fn layer_norm(
         let n = A::of_f64(d as f64);
         build_rows::<T>(rows, d, |r, y| {
             let x = &x[r * d..(r + 1) * d];
-            let mean = x.iter().fold(A::zero(), |s, &v| s + v.to_acc()) / n;
-            let var = x.iter().fold(A::zero(), |s, &v| {
+            let mean = sum_by(x, |v| v.to_acc()) / n;
+            let var = sum_by(x, |v| {
                 let c = v.to_acc() - mean;
-                s + c * c
+                c * c
             }) / n;
             let inv = (var + eps).sqrt().recip();
-            for (i, o) in y.iter_mut().enumerate() {
-                let mut v = (x[i].to_acc() - mean) * inv;
-                if let Some(w) = &w {
-                    v = v * w[i].to_acc();
+            let norm = |v: T| (v.to_acc() - mean) * inv;
+            // One loop per affine variant keeps the per-element body branch-free.
+            match (w.as_deref(), b.as_deref()) {
+                (Some(w), Some(b)) => {
+                    for ((o, &v), (&w, &b)) in y.iter_mut().zip(x).zip(w.iter().zip(b)) {
+                        *o = T::from_acc(norm(v) * w.to_acc() + b.to_acc());
+                    }
                 }
-                if let Some(b) = &b {
-                    v = v + b[i].to_acc();
+                (Some(w), None) => {
+                    for ((o, &v), &w) in y.iter_mut().zip(x).zip(w) {
+                        *o = T::from_acc(norm(v) * w.to_acc());
+                    }
                 }
-                *o = T::from_acc(v);
+                (None, Some(b)) => {
+                    for ((o, &v), &b) in y.iter_mut().zip(x).zip(b) {
+                        *o = T::from_acc(norm(v) + b.to_acc());
+                    }
+                }
+                (None, None) => {
+                    for (o, &v) in y.iter_mut().zip(x) {
+                        *o = T::from_acc(norm(v));
+                    }
+                }
             }
         })
     })

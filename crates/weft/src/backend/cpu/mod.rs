@@ -109,6 +109,10 @@ impl Encoder for CpuEncoder {
 /// are contiguous.
 pub(crate) fn contiguous_slice<T: CpuElement>(data: &Data) -> Option<&[T]> {
     let l = &data.layout;
+    if l.numel() == 0 {
+        // An empty view may sit at any offset, even past its buffer's end.
+        return Some(&[]);
+    }
     l.is_contiguous()
         .then(|| &data.cpu_buffer().as_slice::<T>()[l.offset..l.offset + l.numel()])
 }
@@ -131,13 +135,57 @@ pub(crate) fn for_each<T: CpuElement>(data: &Data, mut f: impl FnMut(T)) {
 
 /// `data`'s elements in row-major order, in a new Vec.
 pub(crate) fn to_vec<T: CpuElement>(data: &Data) -> Vec<T> {
-    match contiguous_slice::<T>(data) {
-        Some(s) => s.to_vec(),
-        None => {
-            let mut v = Vec::with_capacity(data.layout.numel());
-            for_each(data, |x| v.push(x));
-            v
+    if let Some(s) = contiguous_slice::<T>(data) {
+        return s.to_vec();
+    }
+    let src = data.cpu_buffer().as_slice::<T>();
+    let l = &data.layout;
+    let inner = *l.strides.last().unwrap_or(&1);
+    let mut v = vec![T::from_f64(0.0); l.numel()];
+    fill_rows(&mut v, &l.shape, [&l.strides], [l.offset], |[o], row| {
+        if inner == 1 {
+            row.copy_from_slice(&src[o as usize..o as usize + row.len()]);
+        } else {
+            for (i, y) in row.iter_mut().enumerate() {
+                *y = src[(o + i as isize * inner) as usize];
+            }
         }
+    });
+    v
+}
+
+/// Writes `out` (contiguous, `numel(shape)` elements) one innermost row of
+/// `shape` at a time: `f(offsets, row)` gets each operand's element offset
+/// of the row's first element. Large outputs are cut into ranges of whole
+/// rows, walked on the worker pool; each output element is written by
+/// exactly one call.
+pub(crate) fn fill_rows<T: Send, const K: usize>(
+    out: &mut [T],
+    shape: &[usize],
+    strides: [&[isize]; K],
+    offsets: [usize; K],
+    f: impl Fn([isize; K], &mut [T]) + Sync + Send,
+) {
+    use crate::shape::{for_each_row_in, row_count};
+    let (rows, n) = (row_count(shape), out.len());
+    debug_assert_eq!(n, crate::shape::numel(shape));
+    if n == 0 {
+        return;
+    }
+    let inner = n / rows;
+    let walk = |first: usize, part: &mut [T]| {
+        let mut at = 0;
+        for_each_row_in(shape, strides, offsets, first..first + part.len() / inner, |o, m| {
+            f(o, &mut part[at..at + m]);
+            at += m;
+        });
+    };
+    if n >= PARALLEL_MIN && rows > 1 {
+        // About four ranges per worker, for balance.
+        let per = rows.div_ceil(4 * rayon::current_num_threads()).max(1);
+        out.par_chunks_mut(per * inner).enumerate().for_each(|(c, part)| walk(c * per, part));
+    } else {
+        walk(0, out);
     }
 }
 
@@ -150,7 +198,16 @@ pub(crate) fn map1<T: CpuElement, U: CpuElement>(
     CpuBuffer::build(n, |v| match contiguous_slice::<T>(a) {
         Some(s) if n >= PARALLEL_MIN => v.par_extend(s.par_iter().map(|&x| f(x))),
         Some(s) => v.extend(s.iter().map(|&x| f(x))),
-        None => for_each(a, |x| v.push(f(x))),
+        None => {
+            let (src, l) = (a.cpu_buffer().as_slice::<T>(), &a.layout);
+            let inner = *l.strides.last().unwrap_or(&1);
+            v.resize(n, U::from_f64(0.0));
+            fill_rows(v, &l.shape, [&l.strides], [l.offset], |[o], row| {
+                for (i, y) in row.iter_mut().enumerate() {
+                    *y = f(src[(o + i as isize * inner) as usize]);
+                }
+            });
+        }
     })
 }
 
@@ -194,9 +251,30 @@ pub(crate) fn map2<A: CpuElement, B: CpuElement, U: CpuElement>(
             }
             _ => {
                 let (ia, ib) = (*la.strides.last().unwrap_or(&0), *lb.strides.last().unwrap_or(&0));
-                for_each_row(shape, [&la.strides, &lb.strides], [la.offset, lb.offset], |[oa, ob], m| {
-                    for i in 0..m as isize {
-                        v.push(f(sa[(oa + i * ia) as usize], sb[(ob + i * ib) as usize]));
+                v.resize(n, U::from_f64(0.0));
+                fill_rows(v, shape, [&la.strides, &lb.strides], [la.offset, lb.offset], |[oa, ob], row| {
+                    let (oa, ob, m) = (oa as usize, ob as usize, row.len());
+                    // Rows that are runs or repeats of one element (a bias
+                    // row, a column broadcast) go through slices, which vectorize.
+                    match (ia, ib) {
+                        (1, 1) => {
+                            let (x, y) = (&sa[oa..oa + m], &sb[ob..ob + m]);
+                            row.iter_mut().zip(x.iter().zip(y)).for_each(|(o, (&x, &y))| *o = f(x, y));
+                        }
+                        (1, 0) => {
+                            let y = sb[ob];
+                            row.iter_mut().zip(&sa[oa..oa + m]).for_each(|(o, &x)| *o = f(x, y));
+                        }
+                        (0, 1) => {
+                            let x = sa[oa];
+                            row.iter_mut().zip(&sb[ob..ob + m]).for_each(|(o, &y)| *o = f(x, y));
+                        }
+                        _ => {
+                            for (i, o) in row.iter_mut().enumerate() {
+                                let i = i as isize;
+                                *o = f(sa[(oa as isize + i * ia) as usize], sb[(ob as isize + i * ib) as usize]);
+                            }
+                        }
                     }
                 });
             }

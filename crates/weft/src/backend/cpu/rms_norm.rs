@@ -1,11 +1,10 @@
 //! `RmsNorm`: `x / sqrt(mean(x^2) + eps) * weight` over the last axis, in
 //! float32 (float64 for float64 inputs).
 
-use super::rows::{build_rows, contiguous, float_dispatch, Acc, FloatElem};
+use super::rows::{build_rows, contiguous, float_dispatch, sum_by, Acc, FloatElem};
 use crate::buffer::{CpuBuffer, Data};
 use crate::primitive::OutSpec;
 use crate::Result;
-use num_traits::Zero;
 
 pub(crate) fn rms_norm(eps: f32, inputs: &[Data], out: OutSpec<'_>) -> Result<CpuBuffer> {
     let d = *out.shape.last().unwrap_or(&1);
@@ -16,7 +15,7 @@ pub(crate) fn rms_norm(eps: f32, inputs: &[Data], out: OutSpec<'_>) -> Result<Cp
         let eps = <T as FloatElem>::A::of_f64(eps as f64);
         build_rows::<T>(rows, d, |r, y| {
             let x = &x[r * d..(r + 1) * d];
-            let ss = x.iter().fold(<T as FloatElem>::A::zero(), |s, &v| s + v.to_acc() * v.to_acc());
+            let ss = sum_by(x, |v| v.to_acc() * v.to_acc());
             let inv = (ss / <T as FloatElem>::A::of_f64(d as f64) + eps).sqrt().recip();
             for (i, o) in y.iter_mut().enumerate() {
                 let v = x[i].to_acc() * inv;

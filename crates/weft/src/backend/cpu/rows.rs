@@ -104,6 +104,40 @@ macro_rules! float_dispatch {
 }
 pub(crate) use float_dispatch;
 
+/// Independent partial sums [`sum_by`] and [`dot`] keep: one running sum is
+/// a serial chain of dependent adds the compiler may not reorder, eight are
+/// SIMD lanes.
+const LANES: usize = 8;
+
+/// `sum(f(x))` over `x`, in [`LANES`] interleaved partial sums.
+#[inline]
+pub(crate) fn sum_by<T: Copy, A: Acc>(x: &[T], f: impl Fn(T) -> A) -> A {
+    let mut lanes = [A::zero(); LANES];
+    let chunks = x.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for k in 0..LANES {
+            lanes[k] += f(c[k]);
+        }
+    }
+    tail.iter().fold(lanes.iter().fold(A::zero(), |s, &l| s + l), |s, &v| s + f(v))
+}
+
+/// The dot product of two equally long slices, in [`LANES`] partial sums.
+#[inline]
+pub(crate) fn dot<A: Acc>(a: &[A], b: &[A]) -> A {
+    debug_assert_eq!(a.len(), b.len());
+    let mut lanes = [A::zero(); LANES];
+    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ta, tb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for k in 0..LANES {
+            lanes[k] += x[k] * y[k];
+        }
+    }
+    ta.iter().zip(tb).fold(lanes.iter().fold(A::zero(), |s, &l| s + l), |s, (&x, &y)| s + x * y)
+}
+
 /// A contiguous output of `rows * row_len` elements, row `r` written by
 /// `f(r, row)`; rows are spread over the worker pool when the output is large.
 pub(crate) fn build_rows<T: CpuElement>(

@@ -9,7 +9,7 @@
 //! `h / (Hq / Hk)`. A causal mask aligns the last query with the last key
 //! (query `i` sees keys `j <= i + S - L`), as in MLX.
 
-use super::rows::{build_rows, contiguous, float_dispatch, Acc, FloatElem};
+use super::rows::{build_rows, contiguous, dot, float_dispatch, Acc, FloatElem};
 use crate::buffer::{CpuBuffer, Data};
 use crate::dtype::Dtype;
 use crate::primitive::OutSpec;
@@ -46,11 +46,7 @@ pub(crate) fn sdpa(scale: f32, causal: bool, inputs: &[Data], out: OutSpec<'_>) 
                 let mut bm = A::neg_infinity();
                 for (t, sc) in scores[..n].iter_mut().enumerate() {
                     let kr = &ka[(kv + j0 + t) * d..(kv + j0 + t + 1) * d];
-                    let mut dot = A::zero();
-                    for (&x, &y) in qr.iter().zip(kr) {
-                        dot += x * y;
-                    }
-                    *sc = dot * scale;
+                    *sc = dot(qr, kr) * scale;
                     if let Some(mk) = &mask {
                         *sc = *sc + mk.at(bi, h, i, j0 + t);
                     }
