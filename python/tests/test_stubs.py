@@ -44,3 +44,11 @@ def test_new_functions_have_stubs():
     ).split():
         assert name in top, name
         assert callable(getattr(mx, name))
+
+
+@pytest.mark.skipif(not STUB.exists(), reason="run from a source checkout")
+def test_every_public_name_has_a_stub():
+    top, classes = stub_names()
+    public = {n for n in dir(mx) if not n.startswith("_")}
+    missing = sorted(public - top - {"core"})
+    assert not missing, f"no stub for {missing}"

@@ -18,6 +18,7 @@ mod errors;
 mod fast;
 mod indexing;
 mod io;
+mod math;
 mod ops;
 mod random;
 mod repr;
@@ -34,6 +35,7 @@ fn weft_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dtype::register(m)?;
     device::register(m)?;
     ops::register(m)?;
+    math::register(m)?;
     runtime::register(m)?;
     io::register(m)?;
     random::register(m)?;

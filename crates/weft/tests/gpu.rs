@@ -137,6 +137,35 @@ fn unary_ops_match_cpu() {
             }
         }
     }
+    // The rounding, inverse-trig and log/exp variants, on inputs moved into
+    // their domains: `x * scale + shift` with x in [0.05, 4).
+    type Un = fn(&Array) -> weft::Result<Array>;
+    let more: [(&str, Un, f64, f64); 16] = [
+        ("floor", floor, 2.0, -4.0),
+        ("ceil", ceil, 2.0, -4.0),
+        ("round", round, 2.0, -4.0),
+        ("tan", tan, 0.35, -0.7),
+        ("sinh", sinh, 2.0, -4.0),
+        ("cosh", cosh, 2.0, -4.0),
+        ("arcsin", arcsin, 0.45, -0.9),
+        ("arccos", arccos, 0.45, -0.9),
+        ("arctan", arctan, 2.0, -4.0),
+        ("arcsinh", arcsinh, 2.0, -4.0),
+        ("arccosh", arccosh, 1.0, 1.0),
+        ("arctanh", arctanh, 0.45, -0.9),
+        ("log1p", log1p, 1.0, -0.5),
+        ("expm1", expm1, 2.0, -4.0),
+        ("log2", log2, 1.0, 0.0),
+        ("log10", log10, 1.0, 0.0),
+    ];
+    for (i, d) in FLOATS.into_iter().enumerate() {
+        let x = random(&[37, 29], d, 0.05, 4.0, 30 + i as u64);
+        let rel = tolerance(d).max(if d == Dtype::F32 { 4e-6 } else { 0.0 });
+        for (name, f, scale, shift) in more {
+            let (sc, sh) = (astype(&Array::scalar(scale), d).unwrap(), astype(&Array::scalar(shift), d).unwrap());
+            same_as_cpu(&format!("{name} {d}"), rel, || f(&add(&multiply(&transpose(&x, &[])?, &sc)?, &sh)?));
+        }
+    }
     for (i, d) in INTS.into_iter().enumerate() {
         let x = random(&[1000], d, -100.0, 100.0, 20 + i as u64);
         same_as_cpu(&format!("neg {d}"), 0.0, || negative(&x));

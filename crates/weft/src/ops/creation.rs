@@ -35,3 +35,53 @@ pub fn eye(n: usize, m: usize, k: isize, dtype: Dtype) -> Result<Array> {
     let cols = expand_dims(&arange(0.0, m as f64, 1.0, Dtype::I64)?, 0)?;
     astype(&equal(&rows, &cols)?, dtype)
 }
+
+/// `num` evenly spaced values from `start` to `stop`, both included.
+pub fn linspace(start: f64, stop: f64, num: usize, dtype: Dtype) -> Result<Array> {
+    if !start.is_finite() || !stop.is_finite() {
+        bail!(InvalidArgument, "linspace needs finite bounds, got ({start}, {stop})");
+    }
+    if !dtype.is_float() {
+        bail!(Dtype, "linspace makes floats, got {dtype}");
+    }
+    let step = if num > 1 { (stop - start) / (num - 1) as f64 } else { 0.0 };
+    let i = arange(0.0, num as f64, 1.0, Dtype::F64)?;
+    let v = super::add(&super::multiply(&i, &Array::scalar(step))?, &Array::scalar(start))?;
+    astype(&v, dtype)
+}
+
+/// `[n, m]` ones on and below diagonal `k` (0 the main one, positive above
+/// it), zeros above, in `dtype`.
+pub fn tri(n: usize, m: usize, k: isize, dtype: Dtype) -> Result<Array> {
+    astype(&lower_mask(n, m, k)?, dtype)
+}
+
+/// Whether element `(i, j)` of an `[n, m]` matrix has `j <= i + k`.
+fn lower_mask(n: usize, m: usize, k: isize) -> Result<Array> {
+    let rows = expand_dims(&arange(k as f64, n as f64 + k as f64, 1.0, Dtype::I64)?, 1)?;
+    let cols = expand_dims(&arange(0.0, m as f64, 1.0, Dtype::I64)?, 0)?;
+    super::less_equal(&cols, &rows)
+}
+
+/// `a` (at least 2-D) with the elements above diagonal `k` of its last two
+/// axes set to zero.
+pub fn tril(a: &Array, k: isize) -> Result<Array> {
+    triangle(a, k, true)
+}
+
+/// `a` (at least 2-D) with the elements below diagonal `k` of its last two
+/// axes set to zero.
+pub fn triu(a: &Array, k: isize) -> Result<Array> {
+    triangle(a, k, false)
+}
+
+fn triangle(a: &Array, k: isize, lower: bool) -> Result<Array> {
+    let nd = a.ndim();
+    if nd < 2 {
+        bail!(Shape, "{} needs at least 2 dimensions, got shape {:?}", if lower { "tril" } else { "triu" }, a.shape());
+    }
+    let (n, m) = (a.shape()[nd - 2], a.shape()[nd - 1]);
+    // triu keeps j >= i + k, the complement of tril's mask at k - 1.
+    let keep = if lower { lower_mask(n, m, k)? } else { super::logical_not(&lower_mask(n, m, k - 1)?)? };
+    super::where_(&keep, a, &astype(&Array::scalar(0.0), a.dtype())?)
+}

@@ -19,6 +19,8 @@ pub(super) fn unary(op: UnaryOp, a: &Array) -> Result<Array> {
         UnaryOp::Neg if a.dtype() == Dtype::Bool => {
             return Err(Error::Dtype("cannot negate a bool array; use logical not".into()))
         }
+        // Integers are already whole.
+        UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round if !a.dtype().is_float() => return Ok(a.clone()),
         UnaryOp::Neg | UnaryOp::Abs => a.dtype(),
         _ => a.dtype().at_least_float(),
     };
@@ -54,6 +56,35 @@ unary_ops! {
     cos => Cos,
     /// The error function `2/sqrt(pi) * integral_0^a e^(-t^2) dt`.
     erf => Erf,
+    /// Largest integer not above `a` (integers unchanged).
+    floor => Floor,
+    /// Smallest integer not below `a` (integers unchanged).
+    ceil => Ceil,
+    /// Nearest integer, halves to even (integers unchanged).
+    round => Round,
+    tan => Tan,
+    sinh => Sinh,
+    cosh => Cosh,
+    /// Inverse sine.
+    arcsin => Arcsin,
+    /// Inverse cosine.
+    arccos => Arccos,
+    /// Inverse tangent.
+    arctan => Arctan,
+    /// Inverse hyperbolic sine.
+    arcsinh => Arcsinh,
+    /// Inverse hyperbolic cosine.
+    arccosh => Arccosh,
+    /// Inverse hyperbolic tangent.
+    arctanh => Arctanh,
+    /// `log(1 + a)`, accurate near 0.
+    log1p => Log1p,
+    /// `e^a - 1`, accurate near 0.
+    expm1 => Expm1,
+    /// Base-2 logarithm.
+    log2 => Log2,
+    /// Base-10 logarithm.
+    log10 => Log10,
 }
 
 fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
@@ -101,4 +132,50 @@ pub fn where_(cond: &Array, x: &Array, y: &Array) -> Result<Array> {
     let dtype = Dtype::promote(x.dtype(), y.dtype());
     let inputs = vec![astype(cond, Dtype::Bool)?, astype(x, dtype)?, astype(y, dtype)?];
     Ok(Array::from_op(Primitive::Select, inputs, shape, dtype))
+}
+
+/// `a` limited to `[min, max]` (either bound may be absent, not both).
+pub fn clip(a: &Array, min: Option<&Array>, max: Option<&Array>) -> Result<Array> {
+    let low = match min {
+        Some(m) => maximum(a, m)?,
+        None if max.is_none() => return Err(Error::InvalidArgument("clip: give min, max or both".into())),
+        None => a.clone(),
+    };
+    match max {
+        Some(m) => minimum(&low, m),
+        None => Ok(low),
+    }
+}
+
+/// -1, 0 or 1 by the sign of each element (NaN stays NaN), in `a`'s dtype.
+pub fn sign(a: &Array) -> Result<Array> {
+    let d = a.dtype();
+    if d == Dtype::Bool {
+        return Ok(a.clone());
+    }
+    let zero = super::logical::scalar(0.0, d)?;
+    let neg = if d.is_float() || matches!(d, Dtype::I32 | Dtype::I64) {
+        where_(&less(a, &zero)?, &super::logical::scalar(-1.0, d)?, &multiply(a, &zero)?)?
+    } else {
+        // Unsigned: nothing is negative.
+        multiply(a, &zero)?
+    };
+    where_(&greater(a, &zero)?, &super::logical::scalar(1.0, d)?, &neg)
+}
+
+/// `1 / a` (integers give float32).
+pub fn reciprocal(a: &Array) -> Result<Array> {
+    divide(&Array::scalar(1.0f32), a).and_then(|r| astype(&r, a.dtype().at_least_float()))
+}
+
+/// `log(e^a + e^b)` without overflow: `max + log1p(e^-|a - b|)`.
+pub fn logaddexp(a: &Array, b: &Array) -> Result<Array> {
+    let dtype = Dtype::promote(a.dtype(), b.dtype()).at_least_float();
+    let (a, b) = (astype(a, dtype)?, astype(b, dtype)?);
+    let m = maximum(&a, &b)?;
+    let spread = log1p(&exp(&negative(&abs(&subtract(&a, &b)?)?)?)?)?;
+    // Equal operands (both -inf or both +inf included, where `a - b` is NaN)
+    // give `a + log 2`.
+    let same = add(&a, &super::logical::scalar(std::f64::consts::LN_2, dtype)?)?;
+    where_(&equal(&a, &b)?, &same, &add(&m, &spread)?)
 }

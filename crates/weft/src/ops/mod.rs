@@ -7,6 +7,7 @@ mod creation;
 mod elementwise;
 pub mod fast;
 mod indexing;
+mod logical;
 mod matmul;
 mod normalize;
 mod overload;
@@ -16,16 +17,19 @@ mod scan;
 mod shape;
 mod sort;
 
-pub use creation::{arange, eye, full, ones, zeros};
+pub use creation::{arange, eye, full, linspace, ones, tri, tril, triu, zeros};
 pub use elementwise::*;
 pub use matmul::matmul;
-pub use reduce::{argmax, argmin, max, mean, min, sum};
+pub use reduce::{argmax, argmin, max, mean, min, std, sum, var};
+pub use logical::{all, allclose, any, array_equal, isclose, isfinite, isinf, isnan, logical_and, logical_not, logical_or};
 pub use activation::{gelu, gelu_approx, silu};
 pub use indexing::{slice_update, take, take_along_axis};
 pub use normalize::{logsumexp, softmax};
 pub use scan::cumsum;
 pub use sort::{argsort, sort, topk};
-pub use shape::{broadcast_to, concatenate, expand_dims, reshape, slice, squeeze, transpose, SliceArg};
+pub use shape::{
+    broadcast_to, concatenate, expand_dims, flip, moveaxis, reshape, slice, split, squeeze, swapaxes, transpose, SliceArg,
+};
 
 #[allow(unused_imports)]
 use crate::Array;

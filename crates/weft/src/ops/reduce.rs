@@ -1,6 +1,6 @@
 //! Reductions over axes: `sum`, `mean`, `max`, `min`, `argmax`, `argmin`.
 
-use super::{astype, multiply, reshape};
+use super::{astype, multiply, reshape, sqrt, subtract};
 use crate::dtype::Dtype;
 use crate::primitive::{ArgReduceOp, Primitive, ReduceOp};
 use crate::shape::normalize_axis;
@@ -74,6 +74,26 @@ pub fn mean(a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
     let n: usize = ax.iter().map(|&i| a.shape()[i]).product();
     let s = sum(&astype(a, dtype)?, axes, keepdims)?;
     multiply(&s, &astype(&Array::scalar(1.0 / n as f64), dtype)?)
+}
+
+/// Variance over `axes` (all of them when empty), dividing by `n - ddof`;
+/// integers give float32.
+pub fn var(a: &Array, axes: &[isize], keepdims: bool, ddof: usize) -> Result<Array> {
+    let dtype = a.dtype().at_least_float();
+    let a = astype(a, dtype)?;
+    let ax = axes_of(&a, axes)?;
+    let n: usize = ax.iter().map(|&i| a.shape()[i]).product();
+    let centered = subtract(&a, &mean(&a, axes, true)?)?;
+    let ss = sum(&multiply(&centered, &centered)?, axes, keepdims)?;
+    // As NumPy: n <= ddof gives inf or NaN, not an error.
+    let denom = n as f64 - ddof as f64;
+    let inv = if denom > 0.0 { 1.0 / denom } else { f64::INFINITY };
+    multiply(&ss, &astype(&Array::scalar(inv), dtype)?)
+}
+
+/// Standard deviation: `sqrt(var(a, axes, keepdims, ddof))`.
+pub fn std(a: &Array, axes: &[isize], keepdims: bool, ddof: usize) -> Result<Array> {
+    sqrt(&var(a, axes, keepdims, ddof)?)
 }
 
 fn arg_reduce(op: ArgReduceOp, a: &Array, axis: Option<isize>, keepdims: bool) -> Result<Array> {

@@ -188,3 +188,47 @@ pub fn squeeze(a: &Array, axes: &[isize]) -> Result<Array> {
     let shape: Vec<isize> = (0..a.ndim()).filter(|i| !axes.contains(i)).map(|i| a.shape()[i] as isize).collect();
     reshape(a, &shape)
 }
+
+/// `a` with axes `i` and `j` exchanged (a view).
+pub fn swapaxes(a: &Array, i: isize, j: isize) -> Result<Array> {
+    let (i, j) = (normalize_axis(i, a.ndim())?, normalize_axis(j, a.ndim())?);
+    let mut perm: Vec<isize> = (0..a.ndim() as isize).collect();
+    perm.swap(i, j);
+    transpose(a, &perm)
+}
+
+/// `a` with axis `source` moved to position `destination` (a view).
+pub fn moveaxis(a: &Array, source: isize, destination: isize) -> Result<Array> {
+    let (s, d) = (normalize_axis(source, a.ndim())?, normalize_axis(destination, a.ndim())?);
+    let mut perm: Vec<isize> = (0..a.ndim() as isize).filter(|&p| p != s as isize).collect();
+    perm.insert(d, s as isize);
+    transpose(a, &perm)
+}
+
+/// `a` reversed along `axis` (a view with a negative stride).
+pub fn flip(a: &Array, axis: isize) -> Result<Array> {
+    let ax = normalize_axis(axis, a.ndim())?;
+    let mut args = vec![SliceArg::ALL; ax + 1];
+    args[ax] = SliceArg::new(None, None, -1);
+    slice(a, &args)
+}
+
+/// Views of `a` cut along `axis` before each index in `at` (ascending
+/// indices past the end give empty pieces, as NumPy): `at.len() + 1` pieces.
+pub fn split(a: &Array, at: &[usize], axis: isize) -> Result<Vec<Array>> {
+    let ax = normalize_axis(axis, a.ndim())?;
+    let n = a.shape()[ax];
+    let mut bounds: Vec<usize> = Vec::with_capacity(at.len() + 2);
+    bounds.push(0);
+    bounds.extend(at.iter().map(|&i| i.min(n)));
+    bounds.push(n);
+    bounds
+        .windows(2)
+        .map(|w| {
+            let mut args = vec![SliceArg::ALL; ax + 1];
+            // A decreasing pair is an empty piece.
+            args[ax] = SliceArg::range(w[0] as isize, w[1].max(w[0]) as isize);
+            slice(a, &args)
+        })
+        .collect()
+}

@@ -26,6 +26,25 @@ pub enum UnaryOp {
     GeluApprox,
     /// `x * sigmoid(x)`.
     Silu,
+    Floor,
+    Ceil,
+    /// Rounds half to even, as MLX and NumPy.
+    Round,
+    Tan,
+    Sinh,
+    Cosh,
+    Arcsin,
+    Arccos,
+    Arctan,
+    Arcsinh,
+    Arccosh,
+    Arctanh,
+    /// `log(1 + a)`, accurate for small `a`.
+    Log1p,
+    /// `e^a - 1`, accurate for small `a`.
+    Expm1,
+    Log2,
+    Log10,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

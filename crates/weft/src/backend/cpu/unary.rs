@@ -28,6 +28,22 @@ pub(crate) fn unary(op: UnaryOp, a: &Data, out: OutSpec<'_>) -> Result<CpuBuffer
                 UnaryOp::Gelu => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Gelu)),
                 UnaryOp::GeluApprox => map1::<$T, $T>(a, |x| x.unary(UnaryOp::GeluApprox)),
                 UnaryOp::Silu => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Silu)),
+                UnaryOp::Floor => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Floor)),
+                UnaryOp::Ceil => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Ceil)),
+                UnaryOp::Round => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Round)),
+                UnaryOp::Tan => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Tan)),
+                UnaryOp::Sinh => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Sinh)),
+                UnaryOp::Cosh => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Cosh)),
+                UnaryOp::Arcsin => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Arcsin)),
+                UnaryOp::Arccos => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Arccos)),
+                UnaryOp::Arctan => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Arctan)),
+                UnaryOp::Arcsinh => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Arcsinh)),
+                UnaryOp::Arccosh => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Arccosh)),
+                UnaryOp::Arctanh => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Arctanh)),
+                UnaryOp::Log1p => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Log1p)),
+                UnaryOp::Expm1 => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Expm1)),
+                UnaryOp::Log2 => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Log2)),
+                UnaryOp::Log10 => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Log10)),
             }
         };
     }

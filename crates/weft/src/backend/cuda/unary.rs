@@ -55,5 +55,21 @@ fn float_expr(op: UnaryOp, x: &str, f: &str) -> String {
             format!("(0.5{f} * ({x}) * ({one} + tanh{f}(0.79788456080286536{f} * (({x}) + 0.044715{f} * ({x}) * ({x}) * ({x})))))")
         }
         UnaryOp::Silu => format!("(({x}) / ({one} + exp{f}(-({x}))))"),
+        UnaryOp::Floor => format!("floor{f}({x})"),
+        UnaryOp::Ceil => format!("ceil{f}({x})"),
+        UnaryOp::Round => format!("rint{f}({x})"),
+        UnaryOp::Tan => format!("tan{f}({x})"),
+        UnaryOp::Sinh => format!("sinh{f}({x})"),
+        UnaryOp::Cosh => format!("cosh{f}({x})"),
+        UnaryOp::Arcsin => format!("asin{f}({x})"),
+        UnaryOp::Arccos => format!("acos{f}({x})"),
+        UnaryOp::Arctan => format!("atan{f}({x})"),
+        UnaryOp::Arcsinh => format!("asinh{f}({x})"),
+        UnaryOp::Arccosh => format!("acosh{f}({x})"),
+        UnaryOp::Arctanh => format!("atanh{f}({x})"),
+        UnaryOp::Log1p => format!("log1p{f}({x})"),
+        UnaryOp::Expm1 => format!("expm1{f}({x})"),
+        UnaryOp::Log2 => format!("log2{f}({x})"),
+        UnaryOp::Log10 => format!("log10{f}({x})"),
     }
 }

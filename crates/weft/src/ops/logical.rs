@@ -1,0 +1,109 @@
+//! Truth values and predicates: `logical_not/and/or`, `isnan`, `isinf`,
+//! `isfinite`, `all`, `any`, `isclose`, `allclose`, `array_equal`.
+//!
+//! All are compositions of elementwise ops and `sum`, so they run on every
+//! backend and stay lazy. A value is true when it is nonzero (NaN is true),
+//! as in NumPy and MLX.
+
+use super::{abs, add, astype, equal, full, greater, less, less_equal, multiply, not_equal, subtract, sum, where_};
+use crate::dtype::Dtype;
+use crate::{Array, Result};
+
+/// The scalar `v` in `dtype`.
+pub(super) fn scalar(v: f64, dtype: Dtype) -> Result<Array> {
+    astype(&Array::scalar(v), dtype)
+}
+
+/// `a` as bool: nonzero (and NaN) is true.
+fn truth(a: &Array) -> Result<Array> {
+    if a.dtype() == Dtype::Bool {
+        return Ok(a.clone());
+    }
+    not_equal(a, &scalar(0.0, a.dtype())?)
+}
+
+/// Elementwise `not a`.
+pub fn logical_not(a: &Array) -> Result<Array> {
+    equal(&truth(a)?, &Array::scalar(false))
+}
+
+/// Elementwise `a and b` (broadcast).
+pub fn logical_and(a: &Array, b: &Array) -> Result<Array> {
+    where_(&truth(a)?, &truth(b)?, &Array::scalar(false))
+}
+
+/// Elementwise `a or b` (broadcast).
+pub fn logical_or(a: &Array, b: &Array) -> Result<Array> {
+    where_(&truth(a)?, &Array::scalar(true), &truth(b)?)
+}
+
+/// Which elements are NaN (none of an integer array).
+pub fn isnan(a: &Array) -> Result<Array> {
+    if !a.dtype().is_float() {
+        return full(a.shape(), false);
+    }
+    not_equal(a, a)
+}
+
+/// Which elements are +inf or -inf.
+pub fn isinf(a: &Array) -> Result<Array> {
+    if !a.dtype().is_float() {
+        return full(a.shape(), false);
+    }
+    equal(&abs(a)?, &scalar(f64::INFINITY, a.dtype())?)
+}
+
+/// Which elements are neither infinite nor NaN.
+pub fn isfinite(a: &Array) -> Result<Array> {
+    if !a.dtype().is_float() {
+        return full(a.shape(), true);
+    }
+    // NaN compares false, so `|a| < inf` is exactly "finite".
+    less(&abs(a)?, &scalar(f64::INFINITY, a.dtype())?)
+}
+
+/// Whether every element over `axes` (all axes when empty) is true; true for
+/// an empty array.
+pub fn all(a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
+    let falses = sum(&astype(&logical_not(a)?, Dtype::I64)?, axes, keepdims)?;
+    equal(&falses, &scalar(0.0, Dtype::I64)?)
+}
+
+/// Whether any element over `axes` (all axes when empty) is true; false for
+/// an empty array.
+pub fn any(a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
+    let trues = sum(&astype(&truth(a)?, Dtype::I64)?, axes, keepdims)?;
+    greater(&trues, &scalar(0.0, Dtype::I64)?)
+}
+
+/// Elementwise `|a - b| <= atol + rtol * |b|` (equal infinities are close;
+/// NaNs are close to each other only with `equal_nan`), as MLX's `isclose`.
+pub fn isclose(a: &Array, b: &Array, rtol: f64, atol: f64, equal_nan: bool) -> Result<Array> {
+    let dtype = Dtype::promote(a.dtype(), b.dtype()).at_least_float();
+    let (a, b) = (astype(a, dtype)?, astype(b, dtype)?);
+    let diff = abs(&subtract(&a, &b)?)?;
+    let tol = add(&scalar(atol, dtype)?, &multiply(&scalar(rtol, dtype)?, &abs(&b)?)?)?;
+    let close = logical_or(&equal(&a, &b)?, &less_equal(&diff, &tol)?)?;
+    if equal_nan {
+        return logical_or(&close, &logical_and(&isnan(&a)?, &isnan(&b)?)?);
+    }
+    Ok(close)
+}
+
+/// Whether every element of `a` is close to `b` (see [`isclose`]); a bool scalar.
+pub fn allclose(a: &Array, b: &Array, rtol: f64, atol: f64, equal_nan: bool) -> Result<Array> {
+    all(&isclose(a, b, rtol, atol, equal_nan)?, &[], false)
+}
+
+/// Whether `a` and `b` have the same shape and equal elements (of any
+/// dtypes); a bool scalar. NaNs are equal only with `equal_nan`.
+pub fn array_equal(a: &Array, b: &Array, equal_nan: bool) -> Result<Array> {
+    if a.shape() != b.shape() {
+        return Ok(Array::scalar(false));
+    }
+    let mut eq = equal(a, b)?;
+    if equal_nan {
+        eq = logical_or(&eq, &logical_and(&isnan(a)?, &isnan(b)?)?)?;
+    }
+    all(&eq, &[], false)
+}

@@ -1,0 +1,184 @@
+//! The NumPy-style math and predicate ops (rounding, inverse trig, log1p,
+//! logical ops, all/any, isclose, var/std, clip, sign, logaddexp, tri/tril/
+//! triu, linspace, split, flip, swapaxes/moveaxis) against f64 references on
+//! seeded random inputs, in every float dtype and on strided views.
+
+mod common;
+
+use common::*;
+use weft::ops;
+use weft::{Array, Dtype};
+
+const FLOATS: [Dtype; 4] = [Dtype::F16, Dtype::BF16, Dtype::F32, Dtype::F64];
+
+/// Random values of `dtype` in `[lo, hi)`, as an array of `shape` and its reference.
+fn rand(rng: &mut Rng, shape: &[usize], dtype: Dtype, lo: f64, hi: f64) -> (Array, Ref) {
+    let n = shape.iter().product();
+    let v: Vec<f64> = (0..n).map(|_| round_to(rng.uniform(lo, hi), dtype)).collect();
+    (array(&v, shape, dtype), Ref::new(shape, v))
+}
+
+#[test]
+fn new_unary_ops_match_reference() {
+    type F = fn(&Array) -> weft::Result<Array>;
+    let cases: [(&str, F, fn(f64) -> f64, f64, f64); 16] = [
+        ("floor", ops::floor, f64::floor, -4.0, 4.0),
+        ("ceil", ops::ceil, f64::ceil, -4.0, 4.0),
+        ("round", ops::round, f64::round_ties_even, -4.0, 4.0),
+        ("tan", ops::tan, f64::tan, -1.4, 1.4),
+        ("sinh", ops::sinh, f64::sinh, -4.0, 4.0),
+        ("cosh", ops::cosh, f64::cosh, -4.0, 4.0),
+        ("arcsin", ops::arcsin, f64::asin, -0.99, 0.99),
+        ("arccos", ops::arccos, f64::acos, -0.99, 0.99),
+        ("arctan", ops::arctan, f64::atan, -4.0, 4.0),
+        ("arcsinh", ops::arcsinh, f64::asinh, -4.0, 4.0),
+        ("arccosh", ops::arccosh, f64::acosh, 1.01, 4.0),
+        ("arctanh", ops::arctanh, f64::atanh, -0.99, 0.99),
+        ("log1p", ops::log1p, f64::ln_1p, -0.9, 4.0),
+        ("expm1", ops::expm1, f64::exp_m1, -4.0, 4.0),
+        ("log2", ops::log2, f64::log2, 0.1, 4.0),
+        ("log10", ops::log10, f64::log10, 0.1, 4.0),
+    ];
+    let mut rng = Rng::new(7);
+    for (name, op, f, lo, hi) in cases {
+        for dtype in FLOATS {
+            let (a, r) = rand(&mut rng, &[3, 5], dtype, lo, hi);
+            for (view, a, r) in [("contiguous", a.clone(), r.clone()), ("transposed", ops::transpose(&a, &[]).unwrap(), r.transpose(&[1, 0]))] {
+                let out = op(&a).unwrap();
+                assert_eq!(out.dtype(), dtype, "{name} {dtype}");
+                let want = r.map(|x| round_to(f(x), dtype));
+                check(&format!("{name} {dtype} {view}"), &read(&out), &want.data, tol(dtype), None);
+            }
+        }
+    }
+    // Rounding leaves integers alone; halves go to even.
+    let i = array(&[-3.0, 0.0, 7.0], &[3], Dtype::I32);
+    for op in [ops::floor, ops::ceil, ops::round] {
+        let out = op(&i).unwrap();
+        assert_eq!((out.dtype(), read(&out)), (Dtype::I32, vec![-3.0, 0.0, 7.0]));
+    }
+    let halves = array(&[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], &[6], Dtype::F32);
+    assert_eq!(read(&ops::round(&halves).unwrap()), vec![-2.0, -2.0, -0.0, 0.0, 2.0, 2.0]);
+}
+
+#[test]
+fn logical_ops_and_predicates() {
+    let a = Array::from_slice(&[0.0f32, 1.5, f32::NAN, -2.0, f32::INFINITY, f32::NEG_INFINITY], &[6]).unwrap();
+    let b = Array::from_slice(&[0.0f32, 0.0, 1.0, -2.0, 0.0, 3.0], &[6]).unwrap();
+    let t = |x: &Array| read(x).into_iter().map(|v| v != 0.0).collect::<Vec<_>>();
+    assert_eq!(t(&ops::logical_not(&a).unwrap()), [true, false, false, false, false, false]);
+    assert_eq!(t(&ops::logical_and(&a, &b).unwrap()), [false, false, true, true, false, true]);
+    assert_eq!(t(&ops::logical_or(&a, &b).unwrap()), [false, true, true, true, true, true]);
+    assert_eq!(t(&ops::isnan(&a).unwrap()), [false, false, true, false, false, false]);
+    assert_eq!(t(&ops::isinf(&a).unwrap()), [false, false, false, false, true, true]);
+    assert_eq!(t(&ops::isfinite(&a).unwrap()), [true, true, false, true, false, false]);
+    let ints = Array::from_slice(&[3i32, 0], &[2]).unwrap();
+    assert_eq!(t(&ops::isnan(&ints).unwrap()), [false, false]);
+    assert_eq!(t(&ops::isfinite(&ints).unwrap()), [true, true]);
+
+    // all / any over axes, against a direct count; empty arrays.
+    let mut rng = Rng::new(3);
+    let v: Vec<f64> = (0..24).map(|_| rng.int(0, 3) as f64).collect();
+    let m = array(&v, &[2, 3, 4], Dtype::I32);
+    let r = Ref::new(&[2, 3, 4], v);
+    let all1 = read(&ops::all(&m, &[1], false).unwrap());
+    let any1 = read(&ops::any(&m, &[1], false).unwrap());
+    for i in 0..2 {
+        for k in 0..4 {
+            let col: Vec<f64> = (0..3).map(|j| r.get(&[i, j, k])).collect();
+            assert_eq!(all1[i * 4 + k] != 0.0, col.iter().all(|&x| x != 0.0));
+            assert_eq!(any1[i * 4 + k] != 0.0, col.iter().any(|&x| x != 0.0));
+        }
+    }
+    assert_eq!(ops::all(&m, &[0, 2], true).unwrap().shape(), &[1, 3, 1]);
+    let empty = ops::zeros(&[0, 3], Dtype::F32).unwrap();
+    assert_eq!(read(&ops::all(&empty, &[], false).unwrap()), [1.0]);
+    assert_eq!(read(&ops::any(&empty, &[], false).unwrap()), [0.0]);
+
+    // isclose / allclose / array_equal.
+    let x = Array::from_slice(&[1.0f64, 1e10, f64::NAN, f64::INFINITY, 1.0], &[5]).unwrap();
+    let y = Array::from_slice(&[1.0 + 1e-9, 1.00001e10, f64::NAN, f64::INFINITY, 1.1], &[5]).unwrap();
+    assert_eq!(t(&ops::isclose(&x, &y, 1e-5, 1e-8, false).unwrap()), [true, true, false, true, false]);
+    assert_eq!(t(&ops::isclose(&x, &y, 1e-5, 1e-8, true).unwrap()), [true, true, true, true, false]);
+    assert_eq!(read(&ops::allclose(&x, &x, 1e-5, 1e-8, false).unwrap()), [0.0], "NaN is not close to NaN");
+    assert_eq!(read(&ops::allclose(&x, &x, 1e-5, 1e-8, true).unwrap()), [1.0]);
+    assert_eq!(read(&ops::array_equal(&x, &x, true).unwrap()), [1.0]);
+    assert_eq!(read(&ops::array_equal(&x, &y, true).unwrap()), [0.0]);
+    assert_eq!(read(&ops::array_equal(&ints, &ops::astype(&ints, Dtype::F32).unwrap(), false).unwrap()), [1.0]);
+    assert_eq!(read(&ops::array_equal(&ints, &x, false).unwrap()), [0.0], "shapes differ");
+}
+
+#[test]
+fn var_std_clip_sign_logaddexp() {
+    let mut rng = Rng::new(11);
+    for dtype in FLOATS {
+        let (a, r) = rand(&mut rng, &[4, 6], dtype, -3.0, 3.0);
+        for ddof in [0usize, 1] {
+            let var = read(&ops::var(&a, &[1], false, ddof).unwrap());
+            let std = read(&ops::std(&a, &[-1], true, ddof).unwrap());
+            for i in 0..4 {
+                let row: Vec<f64> = (0..6).map(|j| r.get(&[i, j])).collect();
+                let m = row.iter().sum::<f64>() / 6.0;
+                let want = row.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (6 - ddof) as f64;
+                check(&format!("var {dtype} ddof {ddof}"), &var[i..i + 1], &[want], 4.0 * tol(dtype), Some(&[1.0]));
+                check(&format!("std {dtype}"), &std[i..i + 1], &[want.sqrt()], 4.0 * tol(dtype), Some(&[1.0]));
+            }
+        }
+        let (lo, hi) = (array(&[-1.0], &[1], dtype), array(&[0.5], &[1], dtype));
+        let c = read(&ops::clip(&a, Some(&lo), Some(&hi)).unwrap());
+        assert_eq!(c, r.map(|x| x.clamp(-1.0, 0.5)).data, "clip {dtype}");
+        let s = read(&ops::sign(&a).unwrap());
+        assert_eq!(s, r.map(|x| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 }).data, "sign {dtype}");
+        let (b, rb) = rand(&mut rng, &[4, 6], dtype, -30.0, 30.0);
+        let l = read(&ops::logaddexp(&a, &b).unwrap());
+        let want: Vec<f64> = r.data.iter().zip(&rb.data).map(|(&x, &y)| round_to((x.exp() + y.exp()).ln(), dtype)).collect();
+        check(&format!("logaddexp {dtype}"), &l, &want, 2.0 * tol(dtype), None);
+    }
+    assert!(ops::clip(&ops::zeros(&[2], Dtype::F32).unwrap(), None, None).is_err());
+    let ints = Array::from_slice(&[-5i32, 0, 9], &[3]).unwrap();
+    assert_eq!((ops::sign(&ints).unwrap().dtype(), read(&ops::sign(&ints).unwrap())), (Dtype::I32, vec![-1.0, 0.0, 1.0]));
+    let inf = Array::from_slice(&[f32::NEG_INFINITY, f32::INFINITY, 1000.0], &[3]).unwrap();
+    let l = read(&ops::logaddexp(&inf, &inf).unwrap());
+    assert_eq!(l[..2], [f64::NEG_INFINITY, f64::INFINITY]);
+    assert!((l[2] - (1000.0 + std::f64::consts::LN_2)).abs() < 1e-3, "no overflow: {}", l[2]);
+    assert!(ops::sign(&Array::from_slice(&[f32::NAN], &[1]).unwrap()).map(|s| read(&s)[0].is_nan()).unwrap());
+}
+
+#[test]
+fn triangles_linspace_and_views() {
+    let mut rng = Rng::new(5);
+    let (a, r) = rand(&mut rng, &[2, 3, 4], Dtype::F32, -1.0, 1.0);
+    for k in [-2isize, -1, 0, 1, 3] {
+        let lo = read(&ops::tril(&a, k).unwrap());
+        let up = read(&ops::triu(&a, k).unwrap());
+        let tri = read(&ops::tri(3, 4, k, Dtype::F32).unwrap());
+        for (n, idx) in indices(&[2, 3, 4]).into_iter().enumerate() {
+            let (i, j) = (idx[1] as isize, idx[2] as isize);
+            let v = r.get(&idx);
+            assert_eq!(lo[n], if j <= i + k { v } else { 0.0 }, "tril k={k} {idx:?}");
+            assert_eq!(up[n], if j >= i + k { v } else { 0.0 }, "triu k={k} {idx:?}");
+            assert_eq!(tri[n % 12], (j <= i + k) as u8 as f64, "tri k={k}");
+        }
+    }
+    assert!(ops::tril(&ops::zeros(&[3], Dtype::F32).unwrap(), 0).is_err());
+
+    let l = read(&ops::linspace(-1.0, 2.0, 7, Dtype::F64).unwrap());
+    check("linspace", &l, &(0..7).map(|i| -1.0 + 0.5 * i as f64).collect::<Vec<_>>(), 1e-15, Some(&[1.0; 7]));
+    assert_eq!(read(&ops::linspace(3.0, 9.0, 1, Dtype::F32).unwrap()), [3.0]);
+    assert_eq!(ops::linspace(0.0, 1.0, 0, Dtype::F32).unwrap().shape(), &[0]);
+
+    // flip, swapaxes, moveaxis against the reference's index maps.
+    let f = read(&ops::flip(&a, 1).unwrap());
+    let s = read(&ops::swapaxes(&a, 0, -1).unwrap());
+    let m = read(&ops::moveaxis(&a, 0, 2).unwrap());
+    assert_eq!(s, r.transpose(&[2, 1, 0]).data);
+    assert_eq!(m, r.transpose(&[1, 2, 0]).data);
+    for (n, idx) in indices(&[2, 3, 4]).into_iter().enumerate() {
+        assert_eq!(f[n], r.get(&[idx[0], 2 - idx[1], idx[2]]));
+    }
+    // split: pieces cover the axis in order; indices past the end give empty pieces.
+    let parts = ops::split(&a, &[1, 3, 9], -1).unwrap();
+    assert_eq!(parts.iter().map(|p| p.shape()[2]).collect::<Vec<_>>(), [1, 2, 1, 0]);
+    let joined = ops::concatenate(&parts, -1).unwrap();
+    assert_eq!(read(&joined), r.data);
+}
