@@ -138,3 +138,61 @@ def test_new_functions_work_from_worker_threads():
     xn = np.array(x)
     for k, g in enumerate(got):
         np.testing.assert_allclose(g, np.std(np.tril(xn, k), axis=0), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8, np.float32])
+def test_floordiv_and_mod_follow_python(dtype):
+    signed = dtype != np.uint8
+    x = RNG.integers(-20 if signed else 0, 21, size=(5, 8)).astype(dtype)
+    y = RNG.integers(-6 if signed else 1, 7, size=(5, 8)).astype(dtype)
+    y[y == 0] = 3
+    if dtype == np.float32:
+        x = x * np.float32(0.37)
+    a, b = mx.array(x), mx.array(y)
+    np.testing.assert_allclose(np.array(a // b), x // y, rtol=1e-6)
+    np.testing.assert_allclose(np.array(a % b), x % y, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.array(mx.floor_divide(a, b)), np.floor_divide(x, y), rtol=1e-6)
+    np.testing.assert_allclose(np.array(mx.remainder(a, b)), np.remainder(x, y), rtol=1e-5, atol=1e-6)
+    assert (a // b).dtype == a.dtype
+    # Python scalars on either side.
+    np.testing.assert_allclose(np.array(7 % b), (np.array(7, dtype=dtype) % y), rtol=1e-5, atol=1e-6)
+    c = mx.array(x)
+    c //= 2
+    np.testing.assert_allclose(np.array(c), x // dtype(2), rtol=1e-6)
+    c = mx.array(x)
+    c %= 5
+    np.testing.assert_allclose(np.array(c), x % dtype(5), rtol=1e-5, atol=1e-6)
+
+
+def test_bool_operators_and_new_methods():
+    p = mx.array([True, False, True, False])
+    q = mx.array([True, True, False, False])
+    assert (p & q).tolist() == [True, False, False, False]
+    assert (p | q).tolist() == [True, True, True, False]
+    assert (~p).tolist() == [False, True, False, True]
+    assert (p & True).tolist() == [True, False, True, False]
+    with pytest.raises(TypeError):
+        mx.array([1, 2]) & mx.array([3, 4])
+    with pytest.raises(TypeError):
+        ~mx.array([1, 2])
+    x = RNG.normal(size=(3, 4, 5)).astype(np.float32)
+    a = mx.array(x)
+    np.testing.assert_allclose(np.array(a.var(axis=1, ddof=1)), x.astype(np.float64).var(axis=1, ddof=1), rtol=1e-5)
+    np.testing.assert_allclose(np.array(a.std()), x.astype(np.float64).std(), rtol=1e-5)
+    assert a.all().item() == bool(np.all(x)) and (a > 5).any().item() is False
+    np.testing.assert_allclose(np.array(abs(a).log1p()), np.log1p(np.abs(x)), rtol=1e-6)
+    np.testing.assert_allclose(np.array(abs(a).log2()), np.log2(np.abs(x)), rtol=1e-6)
+    np.testing.assert_allclose(np.array(abs(a).log10()), np.log10(np.abs(x)), rtol=1e-6)
+    np.testing.assert_allclose(np.array(a.reciprocal()), 1 / x, rtol=1e-6)
+    np.testing.assert_array_equal(np.array(a.round(1)), np.round(x, 1))
+    np.testing.assert_array_equal(np.array(a.moveaxis(2, 0)), np.moveaxis(x, 2, 0))
+    np.testing.assert_array_equal(np.array(a.mT), np.swapaxes(x, -1, -2))
+    parts = a.split(2, axis=1)
+    assert [p.shape for p in parts] == [(3, 2, 5), (3, 2, 5)]
+    np.testing.assert_array_equal(np.array(+a), x)
+    import copy
+
+    b = copy.deepcopy(a)
+    b[0] = 0.0
+    np.testing.assert_array_equal(np.array(a), x)  # the copy's assignment leaves a alone
+    assert np.array(b)[0].sum() == 0

@@ -62,6 +62,19 @@ fn binop(
     Ok(PyArray::from(f(&x, &y).py()?).into_pyobject(py)?.into_any().unbind())
 }
 
+/// `&` and `|` are logical ops on bool arrays (and Python bools); anything
+/// else is a TypeError until weft has bitwise ops.
+fn bool_only(a: &Bound<'_, PyArray>, b: &Bound<'_, PyAny>, op: &str) -> PyResult<()> {
+    let other_is_bool = match b.cast::<PyArray>() {
+        Ok(x) => x.get().array().dtype() == Dtype::Bool,
+        Err(_) => b.is_instance_of::<pyo3::types::PyBool>(),
+    };
+    if a.get().array().dtype() != Dtype::Bool || !other_is_bool {
+        return Err(PyTypeError::new_err(format!("{op} is supported between bool arrays only (weft has no bitwise ops yet)")));
+    }
+    Ok(())
+}
+
 /// `a op= b`: `a` now refers to `f(a, b)`. `b` is converted before the
 /// update (converting may read other arrays, this one included).
 fn inplace(a: &Bound<'_, PyArray>, b: &Bound<'_, PyAny>, f: fn(&Array, &Array) -> weft::Result<Array>) -> PyResult<()> {
@@ -128,6 +141,113 @@ impl PyArray {
     }
     fn __imatmul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
         inplace(slf, other, ops::matmul)
+    }
+    fn __floordiv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(slf.as_any(), other, ops::floor_divide)
+    }
+    fn __rfloordiv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(other, slf.as_any(), ops::floor_divide)
+    }
+    fn __mod__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(slf.as_any(), other, ops::remainder)
+    }
+    fn __rmod__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(other, slf.as_any(), ops::remainder)
+    }
+    fn __ifloordiv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::floor_divide)
+    }
+    fn __imod__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::remainder)
+    }
+    // `&`, `|`, `~`: logical on bool arrays; weft has no bitwise integer ops yet.
+    fn __and__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        bool_only(slf, other, "&")?;
+        binop(slf.as_any(), other, ops::logical_and)
+    }
+    fn __rand__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        bool_only(slf, other, "&")?;
+        binop(other, slf.as_any(), ops::logical_and)
+    }
+    fn __or__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        bool_only(slf, other, "|")?;
+        binop(slf.as_any(), other, ops::logical_or)
+    }
+    fn __ror__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        bool_only(slf, other, "|")?;
+        binop(other, slf.as_any(), ops::logical_or)
+    }
+    fn __invert__(&self) -> PyResult<PyArray> {
+        let a = self.array();
+        if a.dtype() != Dtype::Bool {
+            return Err(PyTypeError::new_err(format!("~ is supported on bool arrays only (weft has no bitwise ops yet), got {}", a.dtype())));
+        }
+        ops::logical_not(&a).py().map(PyArray::from)
+    }
+    fn __pos__(&self) -> PyArray {
+        PyArray::from(self.array())
+    }
+    fn __copy__(&self) -> PyArray {
+        PyArray::from(self.array())
+    }
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyArray {
+        // Arrays are values: a new handle to the same (immutable) data is a
+        // deep copy; assigning into either leaves the other alone.
+        PyArray::from(self.array())
+    }
+
+    #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
+    fn all(slf: &Bound<'_, Self>, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+        crate::math::all(slf.as_any(), axis, keepdims, stream)
+    }
+    #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
+    fn any(slf: &Bound<'_, Self>, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+        crate::math::any(slf.as_any(), axis, keepdims, stream)
+    }
+    #[pyo3(signature = (axis = None, keepdims = false, ddof = 0, *, stream = None))]
+    fn var(slf: &Bound<'_, Self>, axis: Option<Axes>, keepdims: bool, ddof: isize, stream: Stream) -> PyResult<PyArray> {
+        crate::math::var(slf.as_any(), axis, keepdims, ddof, stream)
+    }
+    #[pyo3(signature = (axis = None, keepdims = false, ddof = 0, *, stream = None))]
+    fn std(slf: &Bound<'_, Self>, axis: Option<Axes>, keepdims: bool, ddof: isize, stream: Stream) -> PyResult<PyArray> {
+        crate::math::std_dev(slf.as_any(), axis, keepdims, ddof, stream)
+    }
+    #[pyo3(signature = (decimals = 0, *, stream = None))]
+    fn round(slf: &Bound<'_, Self>, decimals: i32, stream: Stream) -> PyResult<PyArray> {
+        crate::math::round(slf.as_any(), decimals, stream)
+    }
+    #[pyo3(signature = (*, stream = None))]
+    fn log1p(slf: &Bound<'_, Self>, stream: Stream) -> PyResult<PyArray> {
+        crate::math::log1p(slf.as_any(), stream)
+    }
+    #[pyo3(signature = (*, stream = None))]
+    fn log2(slf: &Bound<'_, Self>, stream: Stream) -> PyResult<PyArray> {
+        crate::math::log2(slf.as_any(), stream)
+    }
+    #[pyo3(signature = (*, stream = None))]
+    fn log10(slf: &Bound<'_, Self>, stream: Stream) -> PyResult<PyArray> {
+        crate::math::log10(slf.as_any(), stream)
+    }
+    #[pyo3(signature = (*, stream = None))]
+    fn reciprocal(slf: &Bound<'_, Self>, stream: Stream) -> PyResult<PyArray> {
+        crate::math::reciprocal(slf.as_any(), stream)
+    }
+    #[pyo3(signature = (source, destination, *, stream = None))]
+    fn moveaxis(slf: &Bound<'_, Self>, source: isize, destination: isize, stream: Stream) -> PyResult<PyArray> {
+        crate::math::moveaxis(slf.as_any(), source, destination, stream)
+    }
+    #[pyo3(signature = (indices_or_sections, axis = 0, *, stream = None))]
+    fn split(slf: &Bound<'_, Self>, indices_or_sections: &Bound<'_, PyAny>, axis: isize, stream: Stream) -> PyResult<Vec<PyArray>> {
+        crate::math::split(slf.as_any(), indices_or_sections, axis, stream)
+    }
+    /// The array with its last two axes swapped.
+    #[getter(mT)]
+    fn m_t(&self) -> PyResult<PyArray> {
+        let a = self.array();
+        if a.ndim() < 2 {
+            return Err(PyValueError::new_err(format!("mT needs at least 2 dimensions, got shape {:?}", a.shape())));
+        }
+        ops::swapaxes(&a, -2, -1).py().map(PyArray::from)
     }
 
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]

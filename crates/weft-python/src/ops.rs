@@ -65,6 +65,10 @@ binary! {
     multiply,
     /// True division: integers divide in float32.
     divide,
+    /// `a // b`, rounded toward -inf.
+    floor_divide,
+    /// `a % b`, with the sign of `b`.
+    remainder,
     /// `a ** b`.
     power,
     maximum,
@@ -602,7 +606,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ($($f:ident),* $(,)?) => {$( m.add_function(wrap_pyfunction!($f, m)?)?; )*};
     }
     add!(negative, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, sin, cos, erf, square);
-    add!(add, subtract, multiply, divide, power, maximum, minimum);
+    add!(add, subtract, multiply, divide, floor_divide, remainder, power, maximum, minimum);
     add!(equal, not_equal, less, less_equal, greater, greater_equal, where_, matmul);
     add!(sum, mean, max, min, argmax, argmin);
     add!(reshape, transpose, broadcast_to, concatenate, stack, expand_dims, squeeze, flatten, astype);

@@ -178,11 +178,13 @@ fn unary_ops_match_cpu() {
 fn binary_ops_match_cpu() {
     let _s = serial();
     use ops::*;
-    let fs: [(&str, fn(&Array, &Array) -> weft::Result<Array>); 13] = [
+    let fs: [(&str, fn(&Array, &Array) -> weft::Result<Array>); 15] = [
         ("add", add),
         ("sub", subtract),
         ("mul", multiply),
         ("div", divide),
+        ("floordiv", floor_divide),
+        ("rem", remainder),
         ("pow", power),
         ("max", maximum),
         ("min", minimum),

@@ -182,3 +182,44 @@ fn triangles_linspace_and_views() {
     let joined = ops::concatenate(&parts, -1).unwrap();
     assert_eq!(read(&joined), r.data);
 }
+
+/// Python's `//` and `%` on one pair (integers: 0 for a zero divisor).
+fn py_floordiv_rem(x: f64, y: f64, int: bool) -> (f64, f64) {
+    if int && y == 0.0 {
+        return (0.0, 0.0);
+    }
+    let q = (x / y).floor();
+    let r = x % y;
+    let r = if r != 0.0 && ((r < 0.0) != (y < 0.0)) { r + y } else { r };
+    (if int { ((x - r) / y).round() } else { q }, r)
+}
+
+#[test]
+fn floor_divide_and_remainder_follow_python() {
+    let mut rng = Rng::new(13);
+    for dtype in [Dtype::I32, Dtype::I64, Dtype::U8, Dtype::U32, Dtype::F32, Dtype::F64, Dtype::F16, Dtype::BF16] {
+        let signed = dtype.is_float() || matches!(dtype, Dtype::I32 | Dtype::I64);
+        let (lo, hi) = if signed { (-20, 21) } else { (0, 41) };
+        let xs: Vec<f64> = (0..60).map(|_| round_to(rng.int(lo, hi) as f64 * if dtype.is_float() { 0.37 } else { 1.0 }, dtype)).collect();
+        let ys: Vec<f64> = (0..60).map(|i| if i % 10 == 0 && !dtype.is_float() { 0.0 } else { round_to(rng.int(lo, hi) as f64 / 3.0, dtype) }).map(|y| if y == 0.0 && dtype.is_float() { 1.5 } else { y }).collect();
+        let (x, y) = (array(&xs, &[6, 10], dtype), array(&ys, &[6, 10], dtype));
+        let q = read(&ops::floor_divide(&x, &y).unwrap());
+        let r = read(&ops::remainder(&x, &y).unwrap());
+        assert_eq!(ops::floor_divide(&x, &y).unwrap().dtype(), dtype);
+        for i in 0..60 {
+            let (wq, wr) = py_floordiv_rem(xs[i], ys[i], !dtype.is_float());
+            let ctx = format!("{dtype}: {} // {}", xs[i], ys[i]);
+            assert_eq!(q[i], round_to(wq, dtype), "{ctx}");
+            check(&ctx, &r[i..i + 1], &[round_to(wr, dtype)], tol(dtype), Some(&[ys[i].abs()]));
+        }
+    }
+    // Wrapping at the edge, as the other integer ops: MIN // -1 == MIN, MIN % -1 == 0.
+    let m = Array::from_slice(&[i32::MIN, 7, -7], &[3]).unwrap();
+    let d = Array::from_slice(&[-1i32, -2, 2], &[3]).unwrap();
+    assert_eq!(read(&ops::floor_divide(&m, &d).unwrap()), [i32::MIN as f64, -4.0, -4.0]);
+    assert_eq!(read(&ops::remainder(&m, &d).unwrap()), [0.0, -1.0, 1.0]);
+    // Floats: division by zero follows IEEE (inf, NaN).
+    let z = read(&ops::floor_divide(&Array::from_slice(&[1.0f32, -1.0], &[2]).unwrap(), &Array::from_slice(&[0.0f32, 0.0], &[2]).unwrap()).unwrap());
+    assert_eq!(z, [f64::INFINITY, f64::NEG_INFINITY]);
+    assert!(read(&ops::remainder(&Array::from_slice(&[1.0f32], &[1]).unwrap(), &Array::from_slice(&[0.0f32], &[1]).unwrap()).unwrap())[0].is_nan());
+}

@@ -94,6 +94,9 @@ fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
         // True division, as MLX's `divide`: integers divide in float32.
         dtype = dtype.at_least_float();
     }
+    if matches!(op, BinaryOp::FloorDiv | BinaryOp::Rem) && dtype == Dtype::Bool {
+        dtype = Dtype::I32;
+    }
     let (a, b) = (astype(a, dtype)?, astype(b, dtype)?);
     let out = if op.is_comparison() { Dtype::Bool } else { dtype };
     Ok(Array::from_op(Primitive::Binary(op), vec![a, b], shape, out))
@@ -114,6 +117,11 @@ binary_ops! {
     multiply => Mul,
     /// True division: integer inputs give float32.
     divide => Div,
+    /// `a // b`: division rounded toward -inf (integers stay integers; an
+    /// integer division by zero gives 0).
+    floor_divide => FloorDiv,
+    /// `a % b`: the remainder with the sign of `b`, as Python and NumPy.
+    remainder => Rem,
     /// `a ** b`.
     power => Pow,
     maximum => Maximum,

@@ -53,6 +53,10 @@ pub enum BinaryOp {
     Sub,
     Mul,
     Div,
+    /// Division rounded toward -inf (Python's `//`).
+    FloorDiv,
+    /// The remainder of `FloorDiv`, with the divisor's sign (Python's `%`).
+    Rem,
     Pow,
     Maximum,
     Minimum,

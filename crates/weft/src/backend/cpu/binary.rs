@@ -13,6 +13,8 @@ pub(crate) fn binary(op: BinaryOp, a: &Data, b: &Data, out: OutSpec<'_>) -> Resu
         BinaryOp::Sub => map2::<T, T, T>(a, b, s, Arith::sub),
         BinaryOp::Mul => map2::<T, T, T>(a, b, s, Arith::mul),
         BinaryOp::Div => map2::<T, T, T>(a, b, s, Arith::div),
+        BinaryOp::FloorDiv => map2::<T, T, T>(a, b, s, Arith::floor_div),
+        BinaryOp::Rem => map2::<T, T, T>(a, b, s, Arith::rem),
         BinaryOp::Pow => map2::<T, T, T>(a, b, s, Arith::pow),
         BinaryOp::Maximum => map2::<T, T, T>(a, b, s, Arith::max),
         BinaryOp::Minimum => map2::<T, T, T>(a, b, s, Arith::min),

@@ -10,6 +10,10 @@ pub(crate) trait Arith: CpuElement {
     fn sub(self, o: Self) -> Self;
     fn mul(self, o: Self) -> Self;
     fn div(self, o: Self) -> Self;
+    /// `self / o` rounded toward -inf.
+    fn floor_div(self, o: Self) -> Self;
+    /// `self - o * floor_div(self, o)`: the sign of `o` (0 for integer `o == 0`).
+    fn rem(self, o: Self) -> Self;
     fn pow(self, o: Self) -> Self;
     fn neg(self) -> Self;
     fn abs(self) -> Self;
@@ -44,6 +48,19 @@ macro_rules! int_arith {
             #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
             // Integer division by zero gives 0 rather than trapping.
             #[inline(always)] fn div(self, o: Self) -> Self { if o == 0 { 0 } else { self.wrapping_div(o) } }
+            #[allow(unused_comparisons)]
+            #[inline(always)] fn floor_div(self, o: Self) -> Self {
+                if o == 0 { return 0; }
+                let q = self.wrapping_div(o);
+                // Truncation rounded up when the signs differ and it was inexact.
+                if self.wrapping_rem(o) != 0 && ((self < 0) != (o < 0)) { q.wrapping_sub(1) } else { q }
+            }
+            #[allow(unused_comparisons)]
+            #[inline(always)] fn rem(self, o: Self) -> Self {
+                if o == 0 { return 0; }
+                let r = self.wrapping_rem(o);
+                if r != 0 && ((r < 0) != (o < 0)) { r.wrapping_add(o) } else { r }
+            }
             #[inline(always)] fn pow(self, o: Self) -> Self {
                 #[allow(unused_comparisons)]
                 if o < 0 { if self == 1 { 1 } else { 0 } } else { self.wrapping_pow(o as u32) }
@@ -62,6 +79,12 @@ macro_rules! float_arith {
             #[inline(always)] fn sub(self, o: Self) -> Self { self - o }
             #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
             #[inline(always)] fn div(self, o: Self) -> Self { self / o }
+            #[inline(always)] fn floor_div(self, o: Self) -> Self { (self / o).floor() }
+            #[inline(always)] fn rem(self, o: Self) -> Self {
+                // fmod, moved to the divisor's sign (NumPy's remainder).
+                let r = self % o;
+                if r != 0.0 && ((r < 0.0) != (o < 0.0)) { r + o } else { r }
+            }
             #[inline(always)] fn pow(self, o: Self) -> Self { self.powf(o) }
             #[inline(always)] fn neg(self) -> Self { -self }
             #[inline(always)] fn abs(self) -> Self { self.abs() }
@@ -77,6 +100,8 @@ macro_rules! half_arith {
             #[inline(always)] fn sub(self, o: Self) -> Self { <$t>::from_f32(self.to_f32() - o.to_f32()) }
             #[inline(always)] fn mul(self, o: Self) -> Self { <$t>::from_f32(self.to_f32() * o.to_f32()) }
             #[inline(always)] fn div(self, o: Self) -> Self { <$t>::from_f32(self.to_f32() / o.to_f32()) }
+            #[inline(always)] fn floor_div(self, o: Self) -> Self { <$t>::from_f32(self.to_f32().floor_div(o.to_f32())) }
+            #[inline(always)] fn rem(self, o: Self) -> Self { <$t>::from_f32(Arith::rem(self.to_f32(), o.to_f32())) }
             #[inline(always)] fn pow(self, o: Self) -> Self { <$t>::from_f32(self.to_f32().powf(o.to_f32())) }
             #[inline(always)] fn neg(self) -> Self { -self }
             #[inline(always)] fn abs(self) -> Self { <$t>::from_f32(self.to_f32().abs()) }
@@ -92,6 +117,8 @@ impl Arith for bool {
     fn sub(self, o: Self) -> Self { self ^ o }
     fn mul(self, o: Self) -> Self { self & o }
     fn div(self, o: Self) -> Self { o && self }
+    fn floor_div(self, o: Self) -> Self { o && self }
+    fn rem(self, _o: Self) -> Self { false }
     fn pow(self, o: Self) -> Self { self || !o }
     fn neg(self) -> Self { self }
     fn abs(self) -> Self { self }

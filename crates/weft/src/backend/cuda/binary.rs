@@ -36,7 +36,8 @@ fn arith(op: BinaryOp, d: Dtype, x: &str, y: &str) -> String {
             BinaryOp::Add | BinaryOp::Maximum => format!("({x} | {y})"),
             BinaryOp::Sub => format!("({x} ^ {y})"),
             BinaryOp::Mul | BinaryOp::Minimum => format!("({x} & {y})"),
-            BinaryOp::Div => format!("({y} && {x})"),
+            BinaryOp::Div | BinaryOp::FloorDiv => format!("({y} && {x})"),
+            BinaryOp::Rem => "false".to_string(),
             BinaryOp::Pow => format!("({x} || !{y})"),
             _ => unreachable!("comparisons are handled by the caller"),
         };
@@ -48,6 +49,10 @@ fn arith(op: BinaryOp, d: Dtype, x: &str, y: &str) -> String {
             BinaryOp::Sub => format!("({x} - {y})"),
             BinaryOp::Mul => format!("({x} * {y})"),
             BinaryOp::Div => format!("({x} / {y})"),
+            BinaryOp::FloorDiv if d == Dtype::F64 => format!("floor({x} / {y})"),
+            BinaryOp::FloorDiv => format!("floorf({x} / {y})"),
+            BinaryOp::Rem if d == Dtype::F64 => format!("rem_d({x}, {y})"),
+            BinaryOp::Rem => format!("rem_f({x}, {y})"),
             BinaryOp::Pow => format!("{pow}({x}, {y})"),
             BinaryOp::Maximum => format!("max_nan<{ct}>({x}, {y})"),
             BinaryOp::Minimum => format!("min_nan<{ct}>({x}, {y})"),
@@ -68,6 +73,11 @@ fn arith(op: BinaryOp, d: Dtype, x: &str, y: &str) -> String {
             format!("({y} == 0 ? ({ct})0 : {y} == -1 ? ({ct})(({u})0 - ({u}){x}) : ({ct})({x} / {y}))")
         }
         BinaryOp::Div => format!("({y} == 0 ? ({ct})0 : ({ct})({x} / {y}))"),
+        // INT_MIN // -1 and INT_MIN % -1 overflow in C; they wrap (to INT_MIN and 0) as on the CPU.
+        BinaryOp::FloorDiv if signed => format!("({y} == -1 ? ({ct})(({u})0 - ({u}){x}) : fdiv_int<{ct}>({x}, {y}))"),
+        BinaryOp::FloorDiv => format!("({y} == 0 ? ({ct})0 : ({ct})({x} / {y}))"),
+        BinaryOp::Rem if signed => format!("({y} == -1 ? ({ct})0 : rem_int<{ct}>({x}, {y}))"),
+        BinaryOp::Rem => format!("({y} == 0 ? ({ct})0 : ({ct})({x} % {y}))"),
         BinaryOp::Pow => {
             // wrapping_pow(y as u32); a negative exponent gives 1 for base 1, else 0.
             let neg = if signed { format!("{y} < 0 ? ({ct})({x} == 1 ? 1 : 0) : ") } else { String::new() };

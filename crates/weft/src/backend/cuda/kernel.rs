@@ -243,6 +243,10 @@ __device__ __forceinline__ int sat_i32(double x) { return x != x ? 0 : x <= -214
 __device__ __forceinline__ long long sat_i64(double x) { return x != x ? 0ll : x <= -9223372036854775808.0 ? (-9223372036854775807ll - 1) : x >= 9223372036854775807.0 ? 9223372036854775807ll : (long long)x; }
 template <typename T> __device__ __forceinline__ T max_nan(T a, T b) { return (a != a) ? a : ((b != b) ? b : ((b > a) ? b : a)); }
 template <typename T> __device__ __forceinline__ T min_nan(T a, T b) { return (a != a) ? a : ((b != b) ? b : ((b < a) ? b : a)); }
+template <typename T> __device__ __forceinline__ T fdiv_int(T a, T b) { if (b == 0) return 0; T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+template <typename T> __device__ __forceinline__ T rem_int(T a, T b) { if (b == 0) return 0; T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+__device__ __forceinline__ float rem_f(float a, float b) { float r = fmodf(a, b); return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r; }
+__device__ __forceinline__ double rem_d(double a, double b) { double r = fmod(a, b); return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r; }
 template <typename U> __device__ __forceinline__ U ipow(U b, unsigned int e) { U r = 1; while (e) { if (e & 1u) r *= b; b *= b; e >>= 1; } return r; }
 template <typename T> struct alignas(4 * sizeof(T)) Vec { T v[4]; };
 __device__ __forceinline__ float inf_f() { return __int_as_float(0x7f800000); }
