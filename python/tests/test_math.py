@@ -196,3 +196,21 @@ def test_bool_operators_and_new_methods():
     b[0] = 0.0
     np.testing.assert_array_equal(np.array(a), x)  # the copy's assignment leaves a alone
     assert np.array(b)[0].sum() == 0
+
+
+def test_repeat_tile_pad():
+    x = RNG.normal(size=(2, 3)).astype(np.float32)
+    a = mx.array(x)
+    np.testing.assert_array_equal(np.array(mx.repeat(a, 3, axis=1)), np.repeat(x, 3, axis=1))
+    np.testing.assert_array_equal(np.array(mx.repeat(a, 2)), np.repeat(x, 2))
+    for reps in (2, (2, 1), (3, 1, 2)):
+        np.testing.assert_array_equal(np.array(mx.tile(a, reps)), np.tile(x, reps))
+    for width in (1, (1, 2), [(0, 1), (2, 0)], [[1, 1]]):
+        np_width = width if not isinstance(width, list) or len(width) == 2 else width * 2
+        np.testing.assert_array_equal(np.array(mx.pad(a, width)), np.pad(x, np_width))
+        np.testing.assert_array_equal(np.array(mx.pad(a, width, constant_values=-1.5)), np.pad(x, np_width, constant_values=-1.5))
+        np.testing.assert_array_equal(np.array(mx.pad(a, width, mode="edge")), np.pad(x, np_width, mode="edge"))
+    with pytest.raises(ValueError):
+        mx.pad(a, [(1, 1)] * 3)
+    with pytest.raises(ValueError):
+        mx.pad(a, 1, mode="reflect")

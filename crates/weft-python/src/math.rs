@@ -10,6 +10,7 @@ use crate::convert::to_array;
 use crate::device::{on_stream, StreamOrDevice};
 use crate::dtype::PyDtype;
 use crate::errors::OpResult;
+use crate::ops::{binary, unary};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use weft::{ops, Array, Dtype};
@@ -17,32 +18,9 @@ use weft::{ops, Array, Dtype};
 type Any<'py> = Bound<'py, PyAny>;
 type Stream = Option<StreamOrDevice>;
 
-macro_rules! unary {
-    ($($name:ident),* $(,)?) => {$(
-        #[pyfunction]
-        #[pyo3(signature = (a, /, *, stream = None))]
-        pub fn $name(a: &Any<'_>, stream: Stream) -> PyResult<PyArray> {
-            on_stream(&stream, || ops::$name(&to_array(a, None)?).py().map(PyArray::from))
-        }
-    )*};
-}
-
 unary! {
     floor, ceil, tan, sinh, cosh, arcsin, arccos, arctan, arcsinh, arccosh, arctanh,
     log1p, expm1, log2, log10, logical_not, isnan, isinf, isfinite, sign, reciprocal,
-}
-
-macro_rules! binary {
-    ($($name:ident),* $(,)?) => {$(
-        #[pyfunction]
-        #[pyo3(signature = (a, b, /, *, stream = None))]
-        pub fn $name(a: &Any<'_>, b: &Any<'_>, stream: Stream) -> PyResult<PyArray> {
-            on_stream(&stream, || {
-                let (a, b) = operands(a, b)?;
-                ops::$name(&a, &b).py().map(PyArray::from)
-            })
-        }
-    )*};
 }
 
 binary! { logical_and, logical_or, logaddexp }
@@ -241,6 +219,62 @@ pub fn linspace(start: f64, stop: f64, num: isize, dtype: PyDtype, stream: Strea
     on_stream(&stream, || ops::linspace(start, stop, num as usize, dtype.0).py().map(PyArray::from))
 }
 
+/// Each element repeated `repeats` times along `axis` (flattened when None).
+#[pyfunction]
+#[pyo3(signature = (array, repeats, axis = None, *, stream = None))]
+pub fn repeat(array: &Any<'_>, repeats: isize, axis: Option<isize>, stream: Stream) -> PyResult<PyArray> {
+    let repeats = usize::try_from(repeats).map_err(|_| PyValueError::new_err(format!("repeat: repeats must be non-negative, got {repeats}")))?;
+    on_stream(&stream, || ops::repeat(&to_array(array, None)?, repeats, axis).py().map(PyArray::from))
+}
+
+/// `a` repeated `reps` times along each axis.
+#[pyfunction]
+#[pyo3(signature = (a, reps, /, *, stream = None))]
+pub fn tile(a: &Any<'_>, reps: crate::args::Shape, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || ops::tile(&to_array(a, None)?, &reps.dims()?).py().map(PyArray::from))
+}
+
+/// `a` padded on each side of each axis: `pad_width` is an int, a
+/// `(before, after)` pair for every axis, or one list of such pairs.
+#[pyfunction]
+#[pyo3(signature = (a, pad_width, mode = "constant", constant_values = 0.0, *, stream = None))]
+pub fn pad(a: &Any<'_>, pad_width: &Any<'_>, mode: &str, constant_values: f64, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || {
+        let a = to_array(a, None)?;
+        let n = a.ndim();
+        let bad = || PyValueError::new_err("pad: pad_width must be an int, a (before, after) pair or one pair per axis");
+        let widths: Vec<(isize, isize)> = if let Ok(w) = pad_width.extract::<isize>() {
+            vec![(w, w); n]
+        } else if let Ok((lo, hi)) = pad_width.extract::<(isize, isize)>() {
+            vec![(lo, hi); n]
+        } else if let Ok(v) = pad_width.extract::<Vec<(isize, isize)>>() {
+            match v.len() {
+                1 => vec![v[0]; n],
+                l if l == n => v,
+                _ => return Err(bad()),
+            }
+        } else if let Ok(v) = pad_width.extract::<Vec<Vec<isize>>>() {
+            if v.iter().any(|p| p.len() != 2) || (v.len() != 1 && v.len() != n) {
+                return Err(bad());
+            }
+            let pairs: Vec<(isize, isize)> = v.iter().map(|p| (p[0], p[1])).collect();
+            if pairs.len() == 1 { vec![pairs[0]; n] } else { pairs }
+        } else {
+            return Err(bad());
+        };
+        if widths.iter().any(|&(lo, hi)| lo < 0 || hi < 0) {
+            return Err(PyValueError::new_err("pad: widths must be non-negative"));
+        }
+        let widths: Vec<(usize, usize)> = widths.iter().map(|&(lo, hi)| (lo as usize, hi as usize)).collect();
+        let mode = match mode {
+            "constant" => ops::PadMode::Constant(constant_values),
+            "edge" => ops::PadMode::Edge,
+            m => return Err(PyValueError::new_err(format!("pad: mode must be 'constant' or 'edge', got {m:?}"))),
+        };
+        ops::pad(&a, &widths, mode).py().map(PyArray::from)
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     macro_rules! add {
         ($($f:ident),* $(,)?) => {$( m.add_function(wrap_pyfunction!($f, m)?)?; )*};
@@ -248,7 +282,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add!(floor, ceil, round, tan, sinh, cosh, arcsin, arccos, arctan, arcsinh, arccosh, arctanh);
     add!(log1p, expm1, log2, log10, logical_not, logical_and, logical_or, logaddexp, sign, reciprocal);
     add!(isnan, isinf, isfinite, isclose, allclose, array_equal, all, any, var, std_dev, clip);
-    add!(swapaxes, moveaxis, flip, split, tril, triu, tri, linspace);
+    add!(swapaxes, moveaxis, flip, split, tril, triu, tri, linspace, repeat, tile, pad);
     // mlx.core's other names for the same functions.
     for (alias, name) in [
         ("asin", "arcsin"),

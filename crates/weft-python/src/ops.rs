@@ -59,6 +59,9 @@ macro_rules! binary {
     )*};
 }
 
+// `math.rs` binds its ops with the same two macros.
+pub(crate) use {binary, unary};
+
 binary! {
     add,
     subtract,

@@ -223,3 +223,43 @@ fn floor_divide_and_remainder_follow_python() {
     assert_eq!(z, [f64::INFINITY, f64::NEG_INFINITY]);
     assert!(read(&ops::remainder(&Array::from_slice(&[1.0f32], &[1]).unwrap(), &Array::from_slice(&[0.0f32], &[1]).unwrap()).unwrap())[0].is_nan());
 }
+
+#[test]
+fn repeat_tile_pad_match_index_maps() {
+    let mut rng = Rng::new(17);
+    let (a, r) = rand(&mut rng, &[2, 3], Dtype::F32, -1.0, 1.0);
+    // repeat along an axis, and flattened.
+    let rep = read(&ops::repeat(&a, 3, Some(1)).unwrap());
+    assert_eq!(ops::repeat(&a, 3, Some(1)).unwrap().shape(), &[2, 9]);
+    for (n, idx) in indices(&[2, 9]).into_iter().enumerate() {
+        assert_eq!(rep[n], r.get(&[idx[0], idx[1] / 3]));
+    }
+    let flat = read(&ops::repeat(&a, 2, None).unwrap());
+    assert_eq!(flat, r.data.iter().flat_map(|&v| [v, v]).collect::<Vec<_>>());
+    // tile with fewer, equal and more reps than dimensions.
+    for (reps, shape) in [(vec![2], vec![2, 6]), (vec![2, 1], vec![4, 3]), (vec![2, 1, 2], vec![2, 2, 6])] {
+        let t = ops::tile(&a, &reps).unwrap();
+        assert_eq!(t.shape(), &shape[..], "tile {reps:?}");
+        let got = read(&t);
+        for (n, idx) in indices(&shape).into_iter().enumerate() {
+            let k = idx.len();
+            assert_eq!(got[n], r.get(&[idx[k - 2] % 2, idx[k - 1] % 3]), "tile {reps:?} {idx:?}");
+        }
+    }
+    // pad: constant and edge, one side empty.
+    let widths = [(1, 0), (2, 1)];
+    let c = ops::pad(&a, &widths, ops::PadMode::Constant(7.0)).unwrap();
+    let e = ops::pad(&a, &widths, ops::PadMode::Edge).unwrap();
+    assert_eq!(c.shape(), &[3, 6]);
+    let (cv, ev) = (read(&c), read(&e));
+    for (n, idx) in indices(&[3, 6]).into_iter().enumerate() {
+        let (i, j) = (idx[0] as isize - 1, idx[1] as isize - 2);
+        let inside = (0..2).contains(&i) && (0..3).contains(&j);
+        assert_eq!(cv[n], if inside { r.get(&[i as usize, j as usize]) } else { 7.0 }, "constant {idx:?}");
+        assert_eq!(ev[n], r.get(&[i.clamp(0, 1) as usize, j.clamp(0, 2) as usize]), "edge {idx:?}");
+    }
+    assert!(ops::pad(&a, &[(1, 1)], ops::PadMode::Edge).is_err());
+    let empty = ops::zeros(&[0, 2], Dtype::F32).unwrap();
+    assert!(ops::pad(&empty, &[(1, 0), (0, 0)], ops::PadMode::Edge).is_err());
+    assert_eq!(ops::pad(&empty, &[(1, 0), (0, 0)], ops::PadMode::Constant(1.0)).unwrap().shape(), &[1, 2]);
+}

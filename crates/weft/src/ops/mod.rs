@@ -28,7 +28,8 @@ pub use normalize::{logsumexp, softmax};
 pub use scan::cumsum;
 pub use sort::{argsort, sort, topk};
 pub use shape::{
-    broadcast_to, concatenate, expand_dims, flip, moveaxis, reshape, slice, split, squeeze, swapaxes, transpose, SliceArg,
+    broadcast_to, concatenate, expand_dims, flip, moveaxis, pad, repeat, reshape, slice, split, squeeze, swapaxes, tile,
+    transpose, PadMode, SliceArg,
 };
 
 #[allow(unused_imports)]

@@ -232,3 +232,73 @@ pub fn split(a: &Array, at: &[usize], axis: isize) -> Result<Vec<Array>> {
         })
         .collect()
 }
+
+/// Each element of `a` repeated `repeats` times along `axis` (of the
+/// flattened array when `None`), as NumPy's `repeat` with one count.
+pub fn repeat(a: &Array, repeats: usize, axis: Option<isize>) -> Result<Array> {
+    let (a, ax) = match axis {
+        Some(ax) => (a.clone(), normalize_axis(ax, a.ndim())?),
+        None => (reshape(a, &[-1])?, 0),
+    };
+    let mut wide = a.shape().to_vec();
+    wide.insert(ax + 1, repeats);
+    let spread = broadcast_to(&expand_dims(&a, ax as isize + 1)?, &wide)?;
+    let mut out: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
+    out[ax] *= repeats as isize;
+    reshape(&spread, &out)
+}
+
+/// `a` repeated `reps[i]` times along each axis, as NumPy's `tile` (the
+/// shorter of `reps` and `a.shape` is padded with leading 1s).
+pub fn tile(a: &Array, reps: &[usize]) -> Result<Array> {
+    let nd = a.ndim().max(reps.len());
+    let pad = |v: &[usize]| -> Vec<usize> { std::iter::repeat_n(1, nd - v.len()).chain(v.iter().copied()).collect() };
+    let (dims, reps) = (pad(a.shape()), pad(reps));
+    // [1, d0, 1, d1, ...] broadcast to [r0, d0, r1, d1, ...], then merged pairwise.
+    let split: Vec<isize> = dims.iter().flat_map(|&d| [1, d as isize]).collect();
+    let wide: Vec<usize> = dims.iter().zip(&reps).flat_map(|(&d, &r)| [r, d]).collect();
+    let out: Vec<isize> = dims.iter().zip(&reps).map(|(&d, &r)| (d * r) as isize).collect();
+    reshape(&broadcast_to(&reshape(a, &split)?, &wide)?, &out)
+}
+
+/// How [`pad`] fills the new elements.
+#[derive(Clone, Debug)]
+pub enum PadMode {
+    /// Every new element is this scalar (in `a`'s dtype).
+    Constant(f64),
+    /// Each new element repeats the nearest edge element.
+    Edge,
+}
+
+/// `a` with `widths[i] = (before, after)` new elements on each side of axis
+/// `i` (one pair for every axis).
+pub fn pad(a: &Array, widths: &[(usize, usize)], mode: PadMode) -> Result<Array> {
+    if widths.len() != a.ndim() {
+        bail!(Shape, "pad: {} (before, after) pairs for an array of {} dimensions", widths.len(), a.ndim());
+    }
+    let mut out = a.clone();
+    for (ax, &(lo, hi)) in widths.iter().enumerate() {
+        if lo == 0 && hi == 0 {
+            continue;
+        }
+        let n = out.shape()[ax];
+        let side = |w: usize, at_end: bool| -> Result<Array> {
+            let mut shape = out.shape().to_vec();
+            shape[ax] = w;
+            match &mode {
+                PadMode::Constant(v) => broadcast_to(&astype(&Array::scalar(*v), out.dtype())?, &shape),
+                PadMode::Edge => {
+                    if n == 0 {
+                        bail!(Shape, "pad: edge mode needs a non-empty axis {ax} (shape {:?})", out.shape());
+                    }
+                    let mut args = vec![SliceArg::ALL; ax + 1];
+                    let i = if at_end { n - 1 } else { 0 } as isize;
+                    args[ax] = SliceArg::range(i, i + 1);
+                    broadcast_to(&slice(&out, &args)?, &shape)
+                }
+            }
+        };
+        out = concatenate(&[side(lo, false)?, out.clone(), side(hi, true)?], ax as isize)?;
+    }
+    Ok(out)
+}

@@ -132,77 +132,50 @@ pub(crate) trait Float: Arith {
     fn unary(self, op: UnaryOp) -> Self;
 }
 
-#[inline(always)]
-fn f32_unary(op: UnaryOp, x: f32) -> f32 {
-    match op {
-        UnaryOp::Neg => -x,
-        UnaryOp::Abs => x.abs(),
-        UnaryOp::Exp => x.exp(),
-        UnaryOp::Log => x.ln(),
-        UnaryOp::Sqrt => x.sqrt(),
-        UnaryOp::Rsqrt => 1.0 / x.sqrt(),
-        UnaryOp::Tanh => x.tanh(),
-        UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-        UnaryOp::Sin => x.sin(),
-        UnaryOp::Cos => x.cos(),
-        UnaryOp::Erf => libm::erff(x),
-        UnaryOp::Gelu => 0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2)),
-        UnaryOp::GeluApprox => 0.5 * x * (1.0 + (GELU_C as f32 * (x + 0.044715 * x * x * x)).tanh()),
-        UnaryOp::Silu => x / (1.0 + (-x).exp()),
-        UnaryOp::Floor => x.floor(),
-        UnaryOp::Ceil => x.ceil(),
-        UnaryOp::Round => x.round_ties_even(),
-        UnaryOp::Tan => x.tan(),
-        UnaryOp::Sinh => x.sinh(),
-        UnaryOp::Cosh => x.cosh(),
-        UnaryOp::Arcsin => x.asin(),
-        UnaryOp::Arccos => x.acos(),
-        UnaryOp::Arctan => x.atan(),
-        UnaryOp::Arcsinh => x.asinh(),
-        UnaryOp::Arccosh => x.acosh(),
-        UnaryOp::Arctanh => x.atanh(),
-        UnaryOp::Log1p => x.ln_1p(),
-        UnaryOp::Expm1 => x.exp_m1(),
-        UnaryOp::Log2 => x.log2(),
-        UnaryOp::Log10 => x.log10(),
-    }
+/// `$name(op, x)`: the op on one `$t`, `$erf` its error function. One
+/// macro writes the `f32` and `f64` versions, so the two cannot drift apart.
+macro_rules! float_unary {
+    ($name:ident, $t:ty, $erf:path, $frac_1_sqrt_2:expr) => {
+        #[inline(always)]
+        #[allow(clippy::unnecessary_cast)]
+        fn $name(op: UnaryOp, x: $t) -> $t {
+            match op {
+                UnaryOp::Neg => -x,
+                UnaryOp::Abs => x.abs(),
+                UnaryOp::Exp => x.exp(),
+                UnaryOp::Log => x.ln(),
+                UnaryOp::Sqrt => x.sqrt(),
+                UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+                UnaryOp::Tanh => x.tanh(),
+                UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+                UnaryOp::Sin => x.sin(),
+                UnaryOp::Cos => x.cos(),
+                UnaryOp::Erf => $erf(x),
+                UnaryOp::Gelu => 0.5 * x * (1.0 + $erf(x * $frac_1_sqrt_2)),
+                UnaryOp::GeluApprox => 0.5 * x * (1.0 + (GELU_C as $t * (x + 0.044715 * x * x * x)).tanh()),
+                UnaryOp::Silu => x / (1.0 + (-x).exp()),
+                UnaryOp::Floor => x.floor(),
+                UnaryOp::Ceil => x.ceil(),
+                UnaryOp::Round => x.round_ties_even(),
+                UnaryOp::Tan => x.tan(),
+                UnaryOp::Sinh => x.sinh(),
+                UnaryOp::Cosh => x.cosh(),
+                UnaryOp::Arcsin => x.asin(),
+                UnaryOp::Arccos => x.acos(),
+                UnaryOp::Arctan => x.atan(),
+                UnaryOp::Arcsinh => x.asinh(),
+                UnaryOp::Arccosh => x.acosh(),
+                UnaryOp::Arctanh => x.atanh(),
+                UnaryOp::Log1p => x.ln_1p(),
+                UnaryOp::Expm1 => x.exp_m1(),
+                UnaryOp::Log2 => x.log2(),
+                UnaryOp::Log10 => x.log10(),
+            }
+        }
+    };
 }
-
-#[inline(always)]
-fn f64_unary(op: UnaryOp, x: f64) -> f64 {
-    match op {
-        UnaryOp::Neg => -x,
-        UnaryOp::Abs => x.abs(),
-        UnaryOp::Exp => x.exp(),
-        UnaryOp::Log => x.ln(),
-        UnaryOp::Sqrt => x.sqrt(),
-        UnaryOp::Rsqrt => 1.0 / x.sqrt(),
-        UnaryOp::Tanh => x.tanh(),
-        UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-        UnaryOp::Sin => x.sin(),
-        UnaryOp::Cos => x.cos(),
-        UnaryOp::Erf => libm::erf(x),
-        UnaryOp::Gelu => 0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2)),
-        UnaryOp::GeluApprox => 0.5 * x * (1.0 + (GELU_C * (x + 0.044715 * x * x * x)).tanh()),
-        UnaryOp::Silu => x / (1.0 + (-x).exp()),
-        UnaryOp::Floor => x.floor(),
-        UnaryOp::Ceil => x.ceil(),
-        UnaryOp::Round => x.round_ties_even(),
-        UnaryOp::Tan => x.tan(),
-        UnaryOp::Sinh => x.sinh(),
-        UnaryOp::Cosh => x.cosh(),
-        UnaryOp::Arcsin => x.asin(),
-        UnaryOp::Arccos => x.acos(),
-        UnaryOp::Arctan => x.atan(),
-        UnaryOp::Arcsinh => x.asinh(),
-        UnaryOp::Arccosh => x.acosh(),
-        UnaryOp::Arctanh => x.atanh(),
-        UnaryOp::Log1p => x.ln_1p(),
-        UnaryOp::Expm1 => x.exp_m1(),
-        UnaryOp::Log2 => x.log2(),
-        UnaryOp::Log10 => x.log10(),
-    }
-}
+float_unary!(f32_unary, f32, libm::erff, std::f32::consts::FRAC_1_SQRT_2);
+float_unary!(f64_unary, f64, libm::erf, std::f64::consts::FRAC_1_SQRT_2);
 
 impl Float for f32 {
     #[inline(always)]
