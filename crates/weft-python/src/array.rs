@@ -378,15 +378,7 @@ impl PyArray {
 
     #[pyo3(signature = (axis1, axis2, *, stream = None))]
     fn swapaxes(&self, axis1: isize, axis2: isize, stream: Stream) -> PyResult<PyArray> {
-        let n = self.array().ndim() as isize;
-        let norm = |a: isize| if a < 0 { a + n } else { a };
-        let (a1, a2) = (norm(axis1), norm(axis2));
-        if !(0..n).contains(&a1) || !(0..n).contains(&a2) {
-            return Err(PyValueError::new_err(format!("swapaxes: axes ({axis1}, {axis2}) out of range for {n} dimensions")));
-        }
-        let mut perm: Vec<isize> = (0..n).collect();
-        perm.swap(a1 as usize, a2 as usize);
-        on_stream(&stream, || ops::transpose(&self.array(), &perm).py().map(PyArray::from))
+        on_stream(&stream, || ops::swapaxes(&self.array(), axis1, axis2).py().map(PyArray::from))
     }
 
     #[pyo3(signature = (axis = None, *, stream = None))]

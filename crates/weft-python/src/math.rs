@@ -44,30 +44,36 @@ fn axes_arg(axis: Option<Axes>) -> Vec<isize> {
     axis.map(|a| a.to_vec()).unwrap_or_default()
 }
 
-/// Whether every element (over `axis`, or all of them) is true.
-#[pyfunction]
-#[pyo3(signature = (a, /, axis = None, keepdims = false, *, stream = None))]
-pub fn all(a: &Any<'_>, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+/// `f` (`ops::all` or `ops::any`) over `axis`; an empty axis list reduces
+/// over nothing, leaving each element's truth value.
+fn truth_reduce(
+    f: fn(&Array, &[isize], bool) -> weft::Result<Array>,
+    a: &Any<'_>,
+    axis: Option<Axes>,
+    keepdims: bool,
+    stream: Stream,
+) -> PyResult<PyArray> {
     on_stream(&stream, || {
         let a = to_array(a, None)?;
         if matches!(&axis, Some(Axes::Many(v)) if v.is_empty()) {
             return ops::not_equal(&a, &ops::astype(&Array::scalar(0.0), a.dtype()).py()?).py().map(PyArray::from);
         }
-        ops::all(&a, &axes_arg(axis), keepdims).py().map(PyArray::from)
+        f(&a, &axes_arg(axis), keepdims).py().map(PyArray::from)
     })
+}
+
+/// Whether every element (over `axis`, or all of them) is true.
+#[pyfunction]
+#[pyo3(signature = (a, /, axis = None, keepdims = false, *, stream = None))]
+pub fn all(a: &Any<'_>, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+    truth_reduce(ops::all, a, axis, keepdims, stream)
 }
 
 /// Whether any element (over `axis`, or all of them) is true.
 #[pyfunction]
 #[pyo3(signature = (a, /, axis = None, keepdims = false, *, stream = None))]
 pub fn any(a: &Any<'_>, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-    on_stream(&stream, || {
-        let a = to_array(a, None)?;
-        if matches!(&axis, Some(Axes::Many(v)) if v.is_empty()) {
-            return ops::not_equal(&a, &ops::astype(&Array::scalar(0.0), a.dtype()).py()?).py().map(PyArray::from);
-        }
-        ops::any(&a, &axes_arg(axis), keepdims).py().map(PyArray::from)
-    })
+    truth_reduce(ops::any, a, axis, keepdims, stream)
 }
 
 fn ddof_arg(ddof: isize) -> PyResult<usize> {

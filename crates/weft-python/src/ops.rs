@@ -418,16 +418,12 @@ fn axes_of(op: &str, a: &Array, axis: Option<Axes>) -> PyResult<Vec<usize>> {
     };
     let mut out = Vec::with_capacity(raw.len());
     for ax in raw {
-        let a_ = if ax < 0 { ax + n } else { ax };
-        if a_ < 0 || a_ >= n {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "{op}: axis {ax} is out of range for an array of {n} dimensions"
-            )));
-        }
-        if out.contains(&(a_ as usize)) {
+        let a_ = weft::shape::normalize_axis(ax, a.ndim())
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("{op}: {e}")))?;
+        if out.contains(&a_) {
             return Err(pyo3::exceptions::PyValueError::new_err(format!("{op}: repeated axis {ax}")));
         }
-        out.push(a_ as usize);
+        out.push(a_);
     }
     Ok(out)
 }

@@ -12,6 +12,11 @@ pub fn full<T: CpuElement>(shape: &[usize], value: T) -> Result<Array> {
     broadcast_to(&Array::scalar(value), shape)
 }
 
+/// The 0-d array `v` in `dtype`: the constant operand of a composed op.
+pub(super) fn scalar(v: f64, dtype: Dtype) -> Result<Array> {
+    astype(&Array::scalar(v), dtype)
+}
+
 pub fn zeros(shape: &[usize], dtype: Dtype) -> Result<Array> {
     astype(&full(shape, 0.0f64)?, dtype)
 }
@@ -83,5 +88,5 @@ fn triangle(a: &Array, k: isize, lower: bool) -> Result<Array> {
     let (n, m) = (a.shape()[nd - 2], a.shape()[nd - 1]);
     // triu keeps j >= i + k, the complement of tril's mask at k - 1.
     let keep = if lower { lower_mask(n, m, k)? } else { super::logical_not(&lower_mask(n, m, k - 1)?)? };
-    super::where_(&keep, a, &astype(&Array::scalar(0.0), a.dtype())?)
+    super::where_(&keep, a, &scalar(0.0, a.dtype())?)
 }

@@ -161,14 +161,14 @@ pub fn sign(a: &Array) -> Result<Array> {
     if d == Dtype::Bool {
         return Ok(a.clone());
     }
-    let zero = super::logical::scalar(0.0, d)?;
+    let zero = super::creation::scalar(0.0, d)?;
     let neg = if d.is_float() || matches!(d, Dtype::I32 | Dtype::I64) {
-        where_(&less(a, &zero)?, &super::logical::scalar(-1.0, d)?, &multiply(a, &zero)?)?
+        where_(&less(a, &zero)?, &super::creation::scalar(-1.0, d)?, &multiply(a, &zero)?)?
     } else {
         // Unsigned: nothing is negative.
         multiply(a, &zero)?
     };
-    where_(&greater(a, &zero)?, &super::logical::scalar(1.0, d)?, &neg)
+    where_(&greater(a, &zero)?, &super::creation::scalar(1.0, d)?, &neg)
 }
 
 /// `1 / a` (integers give float32).
@@ -184,6 +184,6 @@ pub fn logaddexp(a: &Array, b: &Array) -> Result<Array> {
     let spread = log1p(&exp(&negative(&abs(&subtract(&a, &b)?)?)?)?)?;
     // Equal operands (both -inf or both +inf included, where `a - b` is NaN)
     // give `a + log 2`.
-    let same = add(&a, &super::logical::scalar(std::f64::consts::LN_2, dtype)?)?;
+    let same = add(&a, &super::creation::scalar(std::f64::consts::LN_2, dtype)?)?;
     where_(&equal(&a, &b)?, &same, &add(&m, &spread)?)
 }

@@ -6,13 +6,9 @@
 //! as in NumPy and MLX.
 
 use super::{abs, add, astype, equal, full, greater, less, less_equal, multiply, not_equal, subtract, sum, where_};
+use super::creation::scalar;
 use crate::dtype::Dtype;
 use crate::{Array, Result};
-
-/// The scalar `v` in `dtype`.
-pub(super) fn scalar(v: f64, dtype: Dtype) -> Result<Array> {
-    astype(&Array::scalar(v), dtype)
-}
 
 /// `a` as bool: nonzero (and NaN) is true.
 fn truth(a: &Array) -> Result<Array> {

@@ -144,7 +144,7 @@ pub fn uniform(low: f64, high: f64, shape: &[usize], dtype: Dtype, key: Option<&
     let u = unit(shape, key)?;
     let x = add(&multiply(&u, &Array::scalar(high - low))?, &Array::scalar(low))?;
     // Rounding to a narrow dtype can reach `high`: clamp to the value below.
-    minimum(&astype(&x, dtype)?, &astype(&Array::scalar(below(high, dtype)), dtype)?)
+    minimum(&astype(&x, dtype)?, &super::creation::scalar(below(high, dtype), dtype)?)
 }
 
 /// Normal floats with mean `loc` and standard deviation `scale` (Box-Muller

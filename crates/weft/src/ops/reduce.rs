@@ -1,5 +1,6 @@
 //! Reductions over axes: `sum`, `mean`, `max`, `min`, `argmax`, `argmin`.
 
+use super::creation::scalar;
 use super::{astype, multiply, reshape, sqrt, subtract};
 use crate::dtype::Dtype;
 use crate::primitive::{ArgReduceOp, Primitive, ReduceOp};
@@ -73,7 +74,7 @@ pub fn mean(a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
     let ax = axes_of(a, axes)?;
     let n: usize = ax.iter().map(|&i| a.shape()[i]).product();
     let s = sum(&astype(a, dtype)?, axes, keepdims)?;
-    multiply(&s, &astype(&Array::scalar(1.0 / n as f64), dtype)?)
+    multiply(&s, &scalar(1.0 / n as f64, dtype)?)
 }
 
 /// Variance over `axes` (all of them when empty), dividing by `n - ddof`;
@@ -88,7 +89,7 @@ pub fn var(a: &Array, axes: &[isize], keepdims: bool, ddof: usize) -> Result<Arr
     // As NumPy: n <= ddof gives inf or NaN, not an error.
     let denom = n as f64 - ddof as f64;
     let inv = if denom > 0.0 { 1.0 / denom } else { f64::INFINITY };
-    multiply(&ss, &astype(&Array::scalar(inv), dtype)?)
+    multiply(&ss, &scalar(inv, dtype)?)
 }
 
 /// Standard deviation: `sqrt(var(a, axes, keepdims, ddof))`.

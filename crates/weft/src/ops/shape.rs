@@ -286,7 +286,7 @@ pub fn pad(a: &Array, widths: &[(usize, usize)], mode: PadMode) -> Result<Array>
             let mut shape = out.shape().to_vec();
             shape[ax] = w;
             match &mode {
-                PadMode::Constant(v) => broadcast_to(&astype(&Array::scalar(*v), out.dtype())?, &shape),
+                PadMode::Constant(v) => broadcast_to(&super::creation::scalar(*v, out.dtype())?, &shape),
                 PadMode::Edge => {
                     if n == 0 {
                         bail!(Shape, "pad: edge mode needs a non-empty axis {ax} (shape {:?})", out.shape());
