@@ -1,4 +1,4 @@
-"""The field's scenarios (shared FIELD.md): streams and arrays used from any
+"""The field's scenarios (docs/architecture.md rules 1-4, 10): streams and arrays used from any
 Python thread, evaluated concurrently, and a clean exit afterwards."""
 
 import asyncio

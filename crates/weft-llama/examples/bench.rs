@@ -16,9 +16,12 @@
 //! Each figure is the median of `--repeats` runs after one warm-up.
 
 use std::time::Instant;
-use weft::gguf::Gguf;
+use weft::io::gguf::Gguf;
 use weft::{Device, Stream};
 use weft_llama::{Llama, Sampler, Tokenizer};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 const TEXT: &str = "The quick brown fox jumps over the lazy dog. Streams and arrays that work \
                     from any thread, correctly and in parallel, on the CPU and on GPUs. ";
@@ -75,7 +78,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse()?;
     let path = match args.model.clone() {
         Some(m) => m,
-        None => weft_llama::smollm2_path().map_err(|e| format!("no model: pass --model FILE.gguf, or {e}"))?.display().to_string(),
+        None => common::smollm2_path().map_err(|e| format!("no model: pass --model FILE.gguf, or {e}"))?.display().to_string(),
     };
     let file = Gguf::open(&path)?;
     let tok = Tokenizer::from_gguf(&file)?;

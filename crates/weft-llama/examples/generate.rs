@@ -10,8 +10,11 @@
 
 use std::io::Write;
 use std::time::Instant;
-use weft::gguf::Gguf;
+use weft::io::gguf::Gguf;
 use weft_llama::{Llama, Sampler, StreamDecoder, Tokenizer};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -32,7 +35,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let prompt = if prompt.is_empty() { "What is the capital of France?".to_string() } else { prompt.join(" ") };
     let path = match model {
         Some(m) => m,
-        None => weft_llama::smollm2_path().map_err(|e| format!("no model: pass --model FILE.gguf, or {e}"))?.display().to_string(),
+        None => common::smollm2_path().map_err(|e| format!("no model: pass --model FILE.gguf, or {e}"))?.display().to_string(),
     };
 
     let t0 = Instant::now();

@@ -14,7 +14,7 @@
 //! to in place (`slice_update` on a buffer only the cache references).
 
 use weft::fast::{self, Mask};
-use weft::gguf::Gguf;
+use weft::io::gguf::Gguf;
 use weft::ops::{self, SliceArg};
 use weft::{Array, Dtype, Error, Result};
 

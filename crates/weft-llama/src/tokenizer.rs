@@ -10,7 +10,7 @@ use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::pre_tokenizers::digits::Digits;
 use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::{AddedToken, DecoderWrapper, PreTokenizerWrapper};
-use weft::gguf::{Gguf, Value};
+use weft::io::gguf::{Gguf, Value};
 use weft::{Error, Result};
 
 /// GGUF token types (`tokenizer.ggml.token_type`) that are special tokens.

@@ -8,12 +8,14 @@
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::OnceLock;
-use weft::gguf::Gguf;
+use weft::io::gguf::Gguf;
 use weft_llama::{Llama, Sampler, Tokenizer};
+
+mod common;
 
 
 fn model_path() -> PathBuf {
-    weft_llama::smollm2_path().unwrap_or_else(|e| panic!("{e}"))
+    common::smollm2_path().unwrap_or_else(|e| panic!("{e}"))
 }
 
 struct Loaded {

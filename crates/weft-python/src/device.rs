@@ -1,5 +1,5 @@
 //! `DeviceType`, `Device`, `Stream`, the `stream(s)` context manager and the
-//! functions that pick streams. Any thread may use any stream (FIELD.md
+//! functions that pick streams. Any thread may use any stream (docs/architecture.md
 //! rule 2): nothing here is tied to the thread that made it.
 
 use crate::errors::{eval_error, OpResult};

@@ -18,10 +18,7 @@ use weft::{ops, Array, Dtype};
 type Any<'py> = Bound<'py, PyAny>;
 type Stream = Option<StreamOrDevice>;
 
-unary! {
-    floor, ceil, tan, sinh, cosh, arcsin, arccos, arctan, arcsinh, arccosh, arctanh,
-    log1p, expm1, log2, log10, logical_not, isnan, isinf, isfinite, sign, reciprocal,
-}
+unary! { logical_not, isnan, isinf, isfinite, sign, reciprocal }
 
 binary! { logical_and, logical_or, logaddexp }
 
@@ -29,15 +26,7 @@ binary! { logical_and, logical_or, logaddexp }
 #[pyfunction]
 #[pyo3(signature = (a, /, decimals = 0, *, stream = None))]
 pub fn round(a: &Any<'_>, decimals: i32, stream: Stream) -> PyResult<PyArray> {
-    on_stream(&stream, || {
-        let a = to_array(a, None)?;
-        if decimals == 0 || !a.dtype().is_float() {
-            return ops::round(&a).py().map(PyArray::from);
-        }
-        let s = ops::astype(&Array::scalar(10f64.powi(decimals)), a.dtype()).py()?;
-        let r = ops::round(&ops::multiply(&a, &s).py()?).py()?;
-        ops::divide(&r, &s).py().map(PyArray::from)
-    })
+    on_stream(&stream, || ops::round(&to_array(a, None)?, decimals).py().map(PyArray::from))
 }
 
 fn axes_arg(axis: Option<Axes>) -> Vec<isize> {
@@ -285,8 +274,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     macro_rules! add {
         ($($f:ident),* $(,)?) => {$( m.add_function(wrap_pyfunction!($f, m)?)?; )*};
     }
-    add!(floor, ceil, round, tan, sinh, cosh, arcsin, arccos, arctan, arcsinh, arccosh, arctanh);
-    add!(log1p, expm1, log2, log10, logical_not, logical_and, logical_or, logaddexp, sign, reciprocal);
+    add!(round, logical_not, logical_and, logical_or, logaddexp, sign, reciprocal);
     add!(isnan, isinf, isfinite, isclose, allclose, array_equal, all, any, var, std_dev, clip);
     add!(swapaxes, moveaxis, flip, split, tril, triu, tri, linspace, repeat, tile, pad);
     // mlx.core's other names for the same functions.

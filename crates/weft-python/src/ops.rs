@@ -1,7 +1,8 @@
 //! The module-level ops (`weft.core.add`, `weft.core.sum`, ...), with
 //! mlx.core's names, signatures and defaults. Each takes `stream=` (a Stream
 //! or a Device) and builds its graph on that stream. Binding a new weft op is
-//! one function here and one line in `register`.
+//! one function here and one line in `register`; unary ops of weft's op
+//! table are bound from the table.
 
 use crate::args::{operands, Axes, Shape};
 use crate::array::PyArray;
@@ -27,23 +28,35 @@ macro_rules! unary {
     )*};
 }
 
-unary! {
-    /// `-a`.
-    negative,
-    abs,
-    exp,
-    log,
-    sqrt,
-    /// `1 / sqrt(a)`.
-    rsqrt,
-    tanh,
-    /// `1 / (1 + exp(-a))`.
-    sigmoid,
-    sin,
-    cos,
-    /// The error function.
-    erf,
+/// The weft.core function of every row of scope `core` in weft's unary op
+/// table (`weft/src/primitive/unary.rs`), and `add_table_unary` to register
+/// them: a new unary op needs nothing here.
+macro_rules! table_unary {
+    ($($(#[$doc:meta])* $Op:ident $name:ident $domain:ident $scope:ident;)*) => {
+        $(table_unary_fn!($scope $name $(#[$doc])*);)*
+
+        fn add_table_unary(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            $(table_unary_add!($scope m $name);)*
+            Ok(())
+        }
+    };
 }
+
+macro_rules! table_unary_fn {
+    (core $name:ident $(#[$doc:meta])*) => {
+        unary! { $(#[$doc])* $name }
+    };
+    (own $($rest:tt)*) => {};
+}
+
+macro_rules! table_unary_add {
+    (core $m:ident $name:ident) => {
+        $m.add_function(wrap_pyfunction!($name, $m)?)?;
+    };
+    (own $($rest:tt)*) => {};
+}
+
+weft::unary_ops!(table_unary);
 
 macro_rules! binary {
     ($($(#[$doc:meta])* $name:ident),* $(,)?) => {$(
@@ -604,7 +617,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     macro_rules! add {
         ($($f:ident),* $(,)?) => {$( m.add_function(wrap_pyfunction!($f, m)?)?; )*};
     }
-    add!(negative, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, sin, cos, erf, square);
+    add_table_unary(m)?;
+    add!(square);
     add!(add, subtract, multiply, divide, floor_divide, remainder, power, maximum, minimum);
     add!(equal, not_equal, less, less_equal, greater, greater_equal, where_, matmul);
     add!(sum, mean, max, min, argmax, argmin);

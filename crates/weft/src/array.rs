@@ -1,6 +1,5 @@
 //! `Array`: a cheap handle to a lazy graph node.
 
-use crate::backend::cpu;
 use crate::buffer::{CpuBuffer, CpuElement, Data};
 use crate::dtype::Dtype;
 use crate::primitive::Primitive;
@@ -170,8 +169,7 @@ impl Array {
                 T::DTYPE
             )));
         }
-        let data = crate::backend::host_data(&self.data()?)?;
-        Ok(cpu::to_vec::<T>(&data))
+        self.data()?.to_vec::<T>()
     }
 
     /// The single element of a one-element array.

@@ -224,6 +224,24 @@ impl Data {
         }
     }
 
+    /// This data in host memory: itself for CPU data, a copy for device data
+    /// (after waiting for the kernel that wrote it). Callable from any thread.
+    pub fn to_host(&self) -> Result<Data> {
+        match &*self.buffer {
+            Buffer::Cpu(_) => Ok(self.clone()),
+            Buffer::Cuda(_) => crate::backend::cuda::to_host(self),
+        }
+    }
+
+    /// The elements in row-major order, in a new Vec (copied from the device
+    /// first for device data). `T` must be the buffer's element type.
+    pub fn to_vec<T: CpuElement>(&self) -> Result<Vec<T>> {
+        if T::DTYPE != self.buffer.dtype() {
+            return Err(Error::Dtype(format!("cannot read {} data as {}", self.buffer.dtype(), T::DTYPE)));
+        }
+        Ok(crate::backend::cpu::to_vec::<T>(&self.to_host()?))
+    }
+
     /// The CPU buffer; kernels of the CPU backend only ever see CPU data.
     pub fn cpu_buffer(&self) -> &CpuBuffer {
         self.buffer.as_cpu().expect("CPU kernel given non-CPU data")

@@ -6,7 +6,7 @@ use std::sync::Arc;
 /// Everything that can go wrong in weft.
 ///
 /// Errors are cheap to clone: a failed node hands the same error to every
-/// thread that waits on it (FIELD.md rule 9).
+/// thread that waits on it (docs/architecture.md rule 9).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Error {
     /// Shapes that do not fit together (broadcasting, matmul, reshape, ...).

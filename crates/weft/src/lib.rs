@@ -21,7 +21,6 @@
 pub mod array;
 pub mod backend;
 pub mod buffer;
-pub mod gguf;
 pub mod device;
 pub mod dtype;
 pub mod io;

@@ -5,7 +5,7 @@
 //! the process; when more streams are asked for than the pool holds, streams
 //! share queues round-robin (sharing only adds ordering, never a race).
 //!
-//! Per thread (FIELD.md rule 3) there is a default stream for each device,
+//! Per thread (docs/architecture.md rule 3) there is a default stream for each device,
 //! taken from the pool on first use, and a stack of scoped streams pushed by
 //! [`with_stream`] / [`StreamGuard`]. A *thread-local* stream
 //! ([`Stream::new_thread_local`]) names one queue per thread; ops resolve it

@@ -1,4 +1,4 @@
-//! FIELD.md rule 5: each node is claimed for execution exactly once, however
+//! docs/architecture.md rule 5: each node is claimed for execution exactly once, however
 //! many threads evaluate the graph at the same time. Its own test binary:
 //! it counts every kernel the process runs.
 

@@ -1,4 +1,4 @@
-//! FIELD.md rules 7-9 on the CPU: failures poison dependents and reach every
+//! docs/architecture.md rules 7-9 on the CPU: failures poison dependents and reach every
 //! waiter, other work goes on, intermediates are freed as soon as their
 //! consumers ran. One test, run serially: it sets the process-wide memory
 //! limit and reads the process-wide memory counters.

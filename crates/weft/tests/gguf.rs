@@ -1,10 +1,10 @@
 //! GGUF files written here byte by byte (from the format's description),
-//! read back by `weft::gguf`; and corrupted every which way: the reader must
+//! read back by `weft::io::gguf`; and corrupted every which way: the reader must
 //! return an error or a valid result, never panic, hang or over-allocate.
 
 use half::f16;
 use proptest::prelude::*;
-use weft::gguf::{GgmlType, Gguf, Value};
+use weft::io::gguf::{GgmlType, Gguf, Value};
 use weft::{Dtype, Error};
 
 /// Builds a GGUF file.

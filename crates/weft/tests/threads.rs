@@ -1,4 +1,4 @@
-//! FIELD.md's thread scenarios, on the CPU backend: streams and arrays used
+//! The thread scenarios users hit (docs/architecture.md rules 1-4), on the CPU backend: streams and arrays used
 //! from threads other than the ones that made them.
 
 use std::sync::{Arc, Barrier};

@@ -6,6 +6,9 @@ use weft::ops::fast::{self, Mask};
 use weft::ops::{self, SliceArg};
 use weft::{Array, Dtype};
 
+mod common;
+use common::erf_ref;
+
 /// Deterministic pseudo-random floats in [-scale, scale) (xorshift; test
 /// data only).
 fn rand_vec(seed: u64, n: usize, scale: f64) -> Vec<f64> {
@@ -265,17 +268,6 @@ fn sort_argsort_topk() {
     assert!(ops::topk(&a, 10, Some(1)).is_err());
 }
 
-/// erf by composite Simpson integration of 2/sqrt(pi) e^(-t^2), in float64.
-fn erf_ref(x: f64) -> f64 {
-    let n = 4000;
-    let h = x / n as f64;
-    let f = |t: f64| (-t * t).exp();
-    let mut s = f(0.0) + f(x);
-    for i in 1..n {
-        s += f(i as f64 * h) * if i % 2 == 1 { 4.0 } else { 2.0 };
-    }
-    s * h / 3.0 * 2.0 / std::f64::consts::PI.sqrt()
-}
 
 #[test]
 fn erf_and_activations_match_float64() {

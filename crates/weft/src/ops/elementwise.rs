@@ -2,6 +2,7 @@
 //! `astype`.
 
 use crate::dtype::Dtype;
+use crate::primitive::unary::Domain;
 use crate::primitive::{BinaryOp, Primitive, UnaryOp};
 use crate::shape::broadcast_shapes;
 use crate::{Array, Error, Result};
@@ -14,77 +15,42 @@ pub fn astype(a: &Array, dtype: Dtype) -> Result<Array> {
     Ok(Array::from_op(Primitive::AsType, vec![a.clone()], a.shape().to_vec(), dtype))
 }
 
-pub(super) fn unary(op: UnaryOp, a: &Array) -> Result<Array> {
-    let dtype = match op {
-        UnaryOp::Neg if a.dtype() == Dtype::Bool => {
+/// A node of `op` on `a`, with the dtype rule of the op's [`Domain`].
+pub fn unary(op: UnaryOp, a: &Array) -> Result<Array> {
+    let dtype = match op.domain() {
+        Domain::Numeric if op == UnaryOp::Neg && a.dtype() == Dtype::Bool => {
             return Err(Error::Dtype("cannot negate a bool array; use logical not".into()))
         }
+        Domain::Numeric => a.dtype(),
         // Integers are already whole.
-        UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round if !a.dtype().is_float() => return Ok(a.clone()),
-        UnaryOp::Neg | UnaryOp::Abs => a.dtype(),
-        _ => a.dtype().at_least_float(),
+        Domain::Rounding if !a.dtype().is_float() => return Ok(a.clone()),
+        Domain::Rounding => a.dtype(),
+        Domain::Float => a.dtype().at_least_float(),
     };
     let a = astype(a, dtype)?;
     Ok(Array::from_op(Primitive::Unary(op), vec![a.clone()], a.shape().to_vec(), dtype))
 }
 
-macro_rules! unary_ops {
-    ($($(#[$doc:meta])* $name:ident => $op:ident),* $(,)?) => {$(
+/// `ops::name` for every row of the unary op table (`primitive/unary.rs`).
+macro_rules! unary_fns {
+    ($($(#[$doc:meta])* $Op:ident $name:ident $domain:ident $scope:ident;)*) => {$(
         $(#[$doc])*
         pub fn $name(a: &Array) -> Result<Array> {
-            unary(UnaryOp::$op, a)
+            unary(UnaryOp::$Op, a)
         }
     )*};
 }
 
-unary_ops! {
-    /// `-a`.
-    negative => Neg,
-    /// `|a|`.
-    abs => Abs,
-    /// `e^a` (integers are computed in float32, as in MLX).
-    exp => Exp,
-    /// Natural logarithm.
-    log => Log,
-    sqrt => Sqrt,
-    /// `1 / sqrt(a)`.
-    rsqrt => Rsqrt,
-    tanh => Tanh,
-    /// `1 / (1 + e^-a)`.
-    sigmoid => Sigmoid,
-    sin => Sin,
-    cos => Cos,
-    /// The error function `2/sqrt(pi) * integral_0^a e^(-t^2) dt`.
-    erf => Erf,
-    /// Largest integer not above `a` (integers unchanged).
-    floor => Floor,
-    /// Smallest integer not below `a` (integers unchanged).
-    ceil => Ceil,
-    /// Nearest integer, halves to even (integers unchanged).
-    round => Round,
-    tan => Tan,
-    sinh => Sinh,
-    cosh => Cosh,
-    /// Inverse sine.
-    arcsin => Arcsin,
-    /// Inverse cosine.
-    arccos => Arccos,
-    /// Inverse tangent.
-    arctan => Arctan,
-    /// Inverse hyperbolic sine.
-    arcsinh => Arcsinh,
-    /// Inverse hyperbolic cosine.
-    arccosh => Arccosh,
-    /// Inverse hyperbolic tangent.
-    arctanh => Arctanh,
-    /// `log(1 + a)`, accurate near 0.
-    log1p => Log1p,
-    /// `e^a - 1`, accurate near 0.
-    expm1 => Expm1,
-    /// Base-2 logarithm.
-    log2 => Log2,
-    /// Base-10 logarithm.
-    log10 => Log10,
+crate::unary_ops!(unary_fns);
+
+/// Rounds to `decimals` places (halves to even, as NumPy); integers are
+/// unchanged. `decimals` may be negative (tens, hundreds, ...).
+pub fn round(a: &Array, decimals: i32) -> Result<Array> {
+    if decimals == 0 || !a.dtype().is_float() {
+        return rint(a);
+    }
+    let s = astype(&Array::scalar(10f64.powi(decimals)), a.dtype())?;
+    divide(&rint(&multiply(a, &s)?)?, &s)
 }
 
 fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {

@@ -2,7 +2,6 @@
 //! them), applies NumPy broadcasting and MLX's type promotion, and returns a
 //! lazy [`Array`] on the calling thread's current stream. No op computes.
 
-mod activation;
 mod creation;
 mod elementwise;
 pub mod fast;
@@ -22,7 +21,6 @@ pub use elementwise::*;
 pub use matmul::matmul;
 pub use reduce::{argmax, argmin, max, mean, min, std, sum, var};
 pub use logical::{all, allclose, any, array_equal, isclose, isfinite, isinf, isnan, logical_and, logical_not, logical_or};
-pub use activation::{gelu, gelu_approx, silu};
 pub use indexing::{slice_update, take, take_along_axis};
 pub use normalize::{logsumexp, softmax};
 pub use scan::cumsum;

@@ -21,7 +21,7 @@
 //! ```
 
 use super::{add, argmax, astype, cos, less, log, minimum, multiply, negative, reshape, slice, sqrt, SliceArg};
-use crate::backend::cpu::random_bits::threefry2x32;
+use crate::primitive::threefry::threefry2x32;
 use crate::dtype::Dtype;
 use crate::primitive::Primitive;
 use crate::shape::{normalize_axis, numel};

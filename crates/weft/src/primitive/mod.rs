@@ -2,52 +2,28 @@
 //! hold one of these; backends (`backend/cpu`, `backend/cuda`) run them, each
 //! primitive under the same name in each backend.
 
+pub mod threefry;
+pub mod unary;
 pub mod view;
+
+pub use unary::UnaryOp;
 
 use crate::dtype::Dtype;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum UnaryOp {
-    Neg,
-    Abs,
-    Exp,
-    Log,
-    Sqrt,
-    Rsqrt,
-    Tanh,
-    Sigmoid,
-    Sin,
-    Cos,
-    /// The error function.
-    Erf,
-    /// `x * (1 + erf(x / sqrt 2)) / 2`.
-    Gelu,
-    /// `x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2`.
-    GeluApprox,
-    /// `x * sigmoid(x)`.
-    Silu,
-    Floor,
-    Ceil,
-    /// Rounds half to even, as MLX and NumPy.
-    Round,
-    Tan,
-    Sinh,
-    Cosh,
-    Arcsin,
-    Arccos,
-    Arctan,
-    Arcsinh,
-    Arccosh,
-    Arctanh,
-    /// `log(1 + a)`, accurate for small `a`.
-    Log1p,
-    /// `e^a - 1`, accurate for small `a`.
-    Expm1,
-    Log2,
-    Log10,
+/// An enum of ops with [`ALL`](BinaryOp::ALL), the list tests iterate.
+macro_rules! op_enum {
+    ($(#[$m:meta])* pub enum $E:ident { $($(#[$doc:meta])* $V:ident,)* }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $E { $($(#[$doc])* $V,)* }
+        impl $E {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$E] = &[$($E::$V),*];
+        }
+    };
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+op_enum! {
 pub enum BinaryOp {
     Add,
     Sub,
@@ -67,6 +43,7 @@ pub enum BinaryOp {
     Greater,
     GreaterEqual,
 }
+}
 
 impl BinaryOp {
     /// Comparisons produce `bool`; everything else the (promoted) input type.
@@ -76,24 +53,45 @@ impl BinaryOp {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+op_enum! {
 pub enum ReduceOp {
     Sum,
     Max,
     Min,
 }
+}
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+op_enum! {
 pub enum ArgReduceOp {
     ArgMax,
     ArgMin,
 }
+}
 
-/// One node's computation. Shapes and dtypes of the output are fixed by the
-/// op that built the node; a primitive carries only what the kernel needs
-/// beyond its inputs and the output's shape and dtype.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Primitive {
+/// Defines [`Primitive`] from its list of variants, and [`Primitive::name`]
+/// from the same list (so a new primitive is written once).
+macro_rules! primitives {
+    ($($(#[$doc:meta])* $V:ident $(($($t:ty),*))? $({ $($f:ident: $ft:ty),* $(,)? })?,)*) => {
+        /// One node's computation. Shapes and dtypes of the output are fixed
+        /// by the op that built the node; a primitive carries only what the
+        /// kernel needs beyond its inputs and the output's shape and dtype.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum Primitive {
+            $($(#[$doc])* $V $(($($t),*))? $({ $($f: $ft),* })?,)*
+        }
+
+        impl Primitive {
+            /// The variant's name (`"Matmul"`, `"Unary"`, ...).
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Primitive::$V { .. } => stringify!($V),)*
+                }
+            }
+        }
+    };
+}
+
+primitives! {
     /// Elementwise on one input of the output's dtype.
     Unary(UnaryOp),
     /// Elementwise on two inputs of one dtype, broadcast to the output shape.
@@ -157,40 +155,6 @@ pub enum Primitive {
     /// S, D]`, v `[B, Hk, S, Dv]` (Hq a multiple of Hk), and optionally an
     /// additive (float) or keep (bool) mask broadcast to `[B, Hq, L, S]`.
     Sdpa { scale: f32, causal: bool },
-}
-
-impl Primitive {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Primitive::Unary(_) => "Unary",
-            Primitive::Binary(_) => "Binary",
-            Primitive::Select => "Select",
-            Primitive::AsType => "AsType",
-            Primitive::Reduce { .. } => "Reduce",
-            Primitive::ArgReduce { .. } => "ArgReduce",
-            Primitive::Matmul => "Matmul",
-            Primitive::Reshape => "Reshape",
-            Primitive::Transpose { .. } => "Transpose",
-            Primitive::BroadcastTo => "BroadcastTo",
-            Primitive::Slice { .. } => "Slice",
-            Primitive::Concatenate { .. } => "Concatenate",
-            Primitive::Arange { .. } => "Arange",
-            Primitive::Copy => "Copy",
-            Primitive::Gather { .. } => "Gather",
-            Primitive::GatherAxis { .. } => "GatherAxis",
-            Primitive::SliceUpdate { .. } => "SliceUpdate",
-            Primitive::Softmax => "Softmax",
-            Primitive::LogSumExp => "LogSumExp",
-            Primitive::CumSum { .. } => "CumSum",
-            Primitive::Sort => "Sort",
-            Primitive::ArgSort => "ArgSort",
-            Primitive::RandomBits => "RandomBits",
-            Primitive::RmsNorm { .. } => "RmsNorm",
-            Primitive::LayerNorm { .. } => "LayerNorm",
-            Primitive::Rope { .. } => "Rope",
-            Primitive::Sdpa { .. } => "Sdpa",
-        }
-    }
 }
 
 /// What a kernel is told about the array it produces.

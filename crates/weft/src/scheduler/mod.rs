@@ -3,7 +3,7 @@
 //!
 //! `async_eval(outputs)`:
 //! 1. Walks the graph from `outputs` through PENDING nodes, claiming each
-//!    with one CAS (FIELD.md rule 5). Nodes claimed by another eval, or
+//!    with one CAS (docs/architecture.md rule 5). Nodes claimed by another eval, or
 //!    already queued or done, are not entered: their owner handles them.
 //! 2. Pushes its claimed nodes in increasing node id. Ids come from a global
 //!    counter at construction and inputs are always older than their users,

@@ -9,7 +9,7 @@
 //! Invariants:
 //! - `state` only moves forward. Exactly one thread wins `try_claim`; only
 //!   that thread (the node's *owner*) calls `mark_enqueued`, and only the
-//!   stream that runs the node calls `complete`, once (FIELD.md rule 5).
+//!   stream that runs the node calls `complete`, once (docs/architecture.md rule 5).
 //! - `ENQUEUED` and `DONE` are stored while holding `inner`, and waiters check
 //!   the state while holding `inner`, so no wake-up is lost.
 //! - `inner.result` is `Some` exactly when the state is `DONE`; it never

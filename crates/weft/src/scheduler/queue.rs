@@ -3,7 +3,7 @@
 //!
 //! Invariants:
 //! - At most one *runner* per queue exists at a time (`running`), so tasks
-//!   run one at a time, in the order they were pushed (FIELD.md rule 1).
+//!   run one at a time, in the order they were pushed (docs/architecture.md rule 1).
 //! - A task is pushed only after every input's task was pushed somewhere
 //!   (the scheduler waits for foreign inputs to be `ENQUEUED`). Hence the
 //!   earliest-pushed unfinished task always has finished inputs and is at the
@@ -176,7 +176,7 @@ impl Queue {
             .and_then(|data| {
                 KERNELS_RUN.fetch_add(1, Ordering::Relaxed);
                 let out = OutSpec { shape: node.shape(), dtype: node.dtype() };
-                catch_unwind(AssertUnwindSafe(|| self.encoder.run(&prim, data, out)))
+                catch_unwind(AssertUnwindSafe(|| crate::backend::run(&*self.encoder, &prim, data, out)))
                     .unwrap_or_else(|p| Err(Error::Kernel(panic_message(&prim, p))))
             });
         node.0.state.complete(result);

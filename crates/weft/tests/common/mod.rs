@@ -375,3 +375,61 @@ pub fn matmul_ref(a: &Ref, b: &Ref) -> Ref {
         s
     })
 }
+
+/// erf by composite Simpson integration of 2/sqrt(pi) e^(-t^2), in float64.
+pub fn erf_ref(x: f64) -> f64 {
+    let n = 4000;
+    let h = x / n as f64;
+    let f = |t: f64| (-t * t).exp();
+    let mut s = f(0.0) + f(x);
+    for i in 1..n {
+        s += f(i as f64 * h) * if i % 2 == 1 { 4.0 } else { 2.0 };
+    }
+    s * h / 3.0 * 2.0 / std::f64::consts::PI.sqrt()
+}
+
+/// The f64 reference of every unary op of weft's table and the input range
+/// its tests draw from. An exhaustive match: a new op does not compile here
+/// until it has its reference.
+pub fn unary_reference(op: weft::primitive::UnaryOp) -> (fn(f64) -> f64, f64, f64) {
+    use weft::primitive::UnaryOp::*;
+    match op {
+        Neg => (|x| -x, -4.0, 4.0),
+        Abs => (f64::abs, -4.0, 4.0),
+        Exp => (f64::exp, -4.0, 4.0),
+        Exp2 => (f64::exp2, -4.0, 4.0),
+        Log => (f64::ln, 0.1, 4.0),
+        Sqrt => (f64::sqrt, 0.1, 4.0),
+        Rsqrt => (|x| 1.0 / x.sqrt(), 0.1, 4.0),
+        Tanh => (f64::tanh, -4.0, 4.0),
+        Sigmoid => (|x| 1.0 / (1.0 + (-x).exp()), -4.0, 4.0),
+        Sin => (f64::sin, -4.0, 4.0),
+        Cos => (f64::cos, -4.0, 4.0),
+        Erf => (erf_ref, -3.0, 3.0),
+        // GELU's negative tail cancels in 1 + erf: stay where float32 keeps
+        // its relative precision.
+        Gelu => (|x| x * 0.5 * (1.0 + erf_ref(x / 2f64.sqrt())), -1.5, 4.0),
+        GeluApprox => (
+            |x| 0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x)).tanh()),
+            -1.5,
+            4.0,
+        ),
+        Silu => (|x| x / (1.0 + (-x).exp()), -4.0, 4.0),
+        Floor => (f64::floor, -4.0, 4.0),
+        Ceil => (f64::ceil, -4.0, 4.0),
+        Round => (f64::round_ties_even, -4.0, 4.0),
+        Tan => (f64::tan, -1.4, 1.4),
+        Sinh => (f64::sinh, -4.0, 4.0),
+        Cosh => (f64::cosh, -4.0, 4.0),
+        Arcsin => (f64::asin, -0.99, 0.99),
+        Arccos => (f64::acos, -0.99, 0.99),
+        Arctan => (f64::atan, -4.0, 4.0),
+        Arcsinh => (f64::asinh, -4.0, 4.0),
+        Arccosh => (f64::acosh, 1.01, 4.0),
+        Arctanh => (f64::atanh, -0.99, 0.99),
+        Log1p => (f64::ln_1p, -0.9, 4.0),
+        Expm1 => (f64::exp_m1, -4.0, 4.0),
+        Log2 => (f64::log2, 0.1, 4.0),
+        Log10 => (f64::log10, 0.1, 4.0),
+    }
+}

@@ -19,7 +19,7 @@ mod layer_norm;
 mod logsumexp;
 mod matmul;
 mod num;
-pub(crate) mod random_bits;
+mod random_bits;
 mod reduce;
 mod rms_norm;
 mod rope;
@@ -29,290 +29,77 @@ mod select;
 mod slice_update;
 mod softmax;
 mod sort;
+mod strided;
 mod unary;
 
-use super::Encoder;
-use crate::buffer::{CpuBuffer, CpuElement, Data};
-use crate::primitive::view::view_layout;
+use super::{Encoder, Ran};
+use crate::buffer::Data;
 use crate::primitive::{OutSpec, Primitive};
-use crate::shape::{for_each_row, Layout};
 use crate::Result;
-use rayon::prelude::*;
 
 /// Element counts from which a kernel splits its work across threads.
 pub(crate) const PARALLEL_MIN: usize = 1 << 15;
 
 /// `weft::with_dtype!`, under the name the kernels use.
 pub(crate) use crate::with_dtype as dispatch;
+pub(crate) use strided::{contiguous_slice, for_each, map1, map2, map3, to_vec};
 
 pub(crate) struct CpuEncoder;
 
 impl Encoder for CpuEncoder {
-    fn run(&self, prim: &Primitive, inputs: Vec<Data>, out: OutSpec<'_>) -> Result<Data> {
-        if let Some(layout) = inputs.first().and_then(|i| view_layout(prim, &i.layout, out.shape)) {
-            return Ok(Data { buffer: inputs[0].buffer.clone(), layout });
-        }
+    fn run(&self, prim: &Primitive, inputs: Vec<Data>, out: OutSpec<'_>) -> Result<Ran> {
         // Inputs computed on a GPU stream are copied to the host first.
         let mut inputs = if inputs.iter().all(|d| d.buffer.as_cpu().is_some()) {
             inputs
         } else {
-            inputs.iter().map(super::host_data).collect::<Result<_>>()?
+            inputs.iter().map(Data::to_host).collect::<Result<_>>()?
         };
-        if let Primitive::SliceUpdate { start, step, region } = prim {
-            // Takes its first input by value: it may write into that buffer.
-            let update = inputs.pop().expect("slice_update has two inputs");
-            let a = inputs.pop().expect("slice_update has two inputs");
-            return slice_update::slice_update(start, step, region, a, &update, out);
-        }
-        let inputs = &inputs[..];
+        let i = &inputs[..];
         let buffer = match prim {
-            Primitive::Unary(op) => unary::unary(*op, &inputs[0], out)?,
-            Primitive::Binary(op) => binary::binary(*op, &inputs[0], &inputs[1], out)?,
-            Primitive::Select => select::select(&inputs[0], &inputs[1], &inputs[2], out)?,
-            Primitive::AsType => astype::astype(&inputs[0], out)?,
-            Primitive::Reduce { op, axes } => reduce::reduce(*op, axes, &inputs[0], out)?,
-            Primitive::ArgReduce { op, axis } => reduce::arg_reduce(*op, *axis, &inputs[0], out)?,
-            Primitive::Matmul => matmul::matmul(&inputs[0], &inputs[1], out)?,
+            Primitive::Unary(op) => unary::unary(*op, &i[0], out)?,
+            Primitive::Binary(op) => binary::binary(*op, &i[0], &i[1], out)?,
+            Primitive::Select => select::select(&i[0], &i[1], &i[2], out)?,
+            Primitive::AsType => astype::astype(&i[0], out)?,
+            Primitive::Reduce { op, axes } => reduce::reduce(*op, axes, &i[0], out)?,
+            Primitive::ArgReduce { op, axis } => reduce::arg_reduce(*op, *axis, &i[0], out)?,
+            Primitive::Matmul => matmul::matmul(&i[0], &i[1], out)?,
             // Views that could not view (reshape of strided data) copy.
-            Primitive::Reshape | Primitive::Copy => copy::copy(&inputs[0])?,
-            Primitive::Concatenate { axis } => concatenate::concatenate(*axis, inputs, out)?,
+            Primitive::Reshape | Primitive::Copy => copy::copy(&i[0])?,
+            Primitive::Concatenate { axis } => concatenate::concatenate(*axis, i, out)?,
             Primitive::Arange { start, step } => arange::arange(*start, *step, out)?,
-            Primitive::Gather { axis } => gather::gather(*axis, &inputs[0], &inputs[1], out)?,
-            Primitive::GatherAxis { axis } => gather_axis::gather_axis(*axis, &inputs[0], &inputs[1], out)?,
-            Primitive::Softmax => softmax::softmax(&inputs[0], out)?,
-            Primitive::LogSumExp => logsumexp::logsumexp(&inputs[0], out)?,
-            Primitive::CumSum { axis, reverse, inclusive } => {
-                cumsum::cumsum(*axis, *reverse, *inclusive, &inputs[0], out)?
+            Primitive::Gather { axis } => gather::gather(*axis, &i[0], &i[1], out)?,
+            Primitive::GatherAxis { axis } => gather_axis::gather_axis(*axis, &i[0], &i[1], out)?,
+            Primitive::SliceUpdate { start, step, region } => {
+                // Takes its array by value: it may write into that buffer.
+                let update = inputs.pop().ok_or_else(|| arity(prim))?;
+                let a = inputs.pop().ok_or_else(|| arity(prim))?;
+                return Ok(Ran::Done(slice_update::slice_update(start, step, region, a, &update, out)?));
             }
-            Primitive::Sort => sort::sort(&inputs[0], out)?,
-            Primitive::ArgSort => argsort::argsort(&inputs[0], out)?,
-            Primitive::RandomBits => random_bits::random_bits(&inputs[0], out)?,
-            Primitive::RmsNorm { eps } => rms_norm::rms_norm(*eps, inputs, out)?,
+            Primitive::Softmax => softmax::softmax(&i[0], out)?,
+            Primitive::LogSumExp => logsumexp::logsumexp(&i[0], out)?,
+            Primitive::CumSum { axis, reverse, inclusive } => cumsum::cumsum(*axis, *reverse, *inclusive, &i[0], out)?,
+            Primitive::Sort => sort::sort(&i[0], out)?,
+            Primitive::ArgSort => argsort::argsort(&i[0], out)?,
+            Primitive::RandomBits => random_bits::random_bits(&i[0], out)?,
+            Primitive::RmsNorm { eps } => rms_norm::rms_norm(*eps, i, out)?,
             Primitive::LayerNorm { eps, has_weight, has_bias } => {
-                layer_norm::layer_norm(*eps, *has_weight, *has_bias, inputs, out)?
+                layer_norm::layer_norm(*eps, *has_weight, *has_bias, i, out)?
             }
             Primitive::Rope { dims, traditional, base, scale, offset } => {
                 let p = rope::RopeParams { dims: *dims, traditional: *traditional, base: *base, scale: *scale, offset: *offset };
-                rope::rope(&p, &inputs[0], out)?
+                rope::rope(&p, &i[0], out)?
             }
-            Primitive::Sdpa { scale, causal } => sdpa::sdpa(*scale, *causal, inputs, out)?,
+            Primitive::Sdpa { scale, causal } => sdpa::sdpa(*scale, *causal, i, out)?,
+            // Views: answered by `backend::run` before any encoder sees them.
             Primitive::Transpose { .. } | Primitive::BroadcastTo | Primitive::Slice { .. } => {
-                unreachable!("views always view")
+                return Ok(Ran::NoKernel(inputs))
             }
-            Primitive::SliceUpdate { .. } => unreachable!("handled above"),
         };
-        Ok(Data::cpu(buffer, out.shape))
+        Ok(Ran::Done(Data::cpu(buffer, out.shape)))
     }
 }
 
-/// The elements of `data` in row-major order, as a slice when they already
-/// are contiguous.
-pub(crate) fn contiguous_slice<T: CpuElement>(data: &Data) -> Option<&[T]> {
-    let l = &data.layout;
-    if l.numel() == 0 {
-        // An empty view may sit at any offset, even past its buffer's end.
-        return Some(&[]);
-    }
-    l.is_contiguous()
-        .then(|| &data.cpu_buffer().as_slice::<T>()[l.offset..l.offset + l.numel()])
+fn arity(prim: &Primitive) -> crate::Error {
+    crate::Error::Kernel(format!("{} got too few inputs", prim.name()))
 }
 
-/// Calls `f` with each element of `data` in row-major order.
-pub(crate) fn for_each<T: CpuElement>(data: &Data, mut f: impl FnMut(T)) {
-    if let Some(s) = contiguous_slice::<T>(data) {
-        s.iter().for_each(|&x| f(x));
-        return;
-    }
-    let src = data.cpu_buffer().as_slice::<T>();
-    let l = &data.layout;
-    let inner = *l.strides.last().unwrap_or(&1);
-    for_each_row(&l.shape, [&l.strides], [l.offset], |[o], n| {
-        for i in 0..n as isize {
-            f(src[(o + i * inner) as usize]);
-        }
-    });
-}
-
-/// `data`'s elements in row-major order, in a new Vec.
-pub(crate) fn to_vec<T: CpuElement>(data: &Data) -> Vec<T> {
-    if let Some(s) = contiguous_slice::<T>(data) {
-        return s.to_vec();
-    }
-    let src = data.cpu_buffer().as_slice::<T>();
-    let l = &data.layout;
-    let inner = *l.strides.last().unwrap_or(&1);
-    let mut v = vec![T::from_f64(0.0); l.numel()];
-    fill_rows(&mut v, &l.shape, [&l.strides], [l.offset], |[o], row| {
-        if inner == 1 {
-            row.copy_from_slice(&src[o as usize..o as usize + row.len()]);
-        } else {
-            for (i, y) in row.iter_mut().enumerate() {
-                *y = src[(o + i as isize * inner) as usize];
-            }
-        }
-    });
-    v
-}
-
-/// Writes `out` (contiguous, `numel(shape)` elements) one innermost row of
-/// `shape` at a time: `f(offsets, row)` gets each operand's element offset
-/// of the row's first element. Large outputs are cut into ranges of whole
-/// rows, walked on the worker pool; each output element is written by
-/// exactly one call.
-pub(crate) fn fill_rows<T: Send, const K: usize>(
-    out: &mut [T],
-    shape: &[usize],
-    strides: [&[isize]; K],
-    offsets: [usize; K],
-    f: impl Fn([isize; K], &mut [T]) + Sync + Send,
-) {
-    use crate::shape::{for_each_row_in, row_count};
-    let (rows, n) = (row_count(shape), out.len());
-    debug_assert_eq!(n, crate::shape::numel(shape));
-    if n == 0 {
-        return;
-    }
-    let inner = n / rows;
-    let walk = |first: usize, part: &mut [T]| {
-        let mut at = 0;
-        for_each_row_in(shape, strides, offsets, first..first + part.len() / inner, |o, m| {
-            f(o, &mut part[at..at + m]);
-            at += m;
-        });
-    };
-    if n >= PARALLEL_MIN && rows > 1 {
-        // About four ranges per worker, for balance.
-        let per = rows.div_ceil(4 * rayon::current_num_threads()).max(1);
-        out.par_chunks_mut(per * inner).enumerate().for_each(|(c, part)| walk(c * per, part));
-    } else {
-        walk(0, out);
-    }
-}
-
-/// Elementwise map of one input (already laid out as the output).
-pub(crate) fn map1<T: CpuElement, U: CpuElement>(
-    a: &Data,
-    f: impl Fn(T) -> U + Sync + Send,
-) -> Result<CpuBuffer> {
-    let n = a.layout.numel();
-    CpuBuffer::build(n, |v| match contiguous_slice::<T>(a) {
-        Some(s) if n >= PARALLEL_MIN => v.par_extend(s.par_iter().map(|&x| f(x))),
-        Some(s) => v.extend(s.iter().map(|&x| f(x))),
-        None => {
-            let (src, l) = (a.cpu_buffer().as_slice::<T>(), &a.layout);
-            let inner = *l.strides.last().unwrap_or(&1);
-            v.resize(n, U::from_f64(0.0));
-            fill_rows(v, &l.shape, [&l.strides], [l.offset], |[o], row| {
-                for (i, y) in row.iter_mut().enumerate() {
-                    *y = f(src[(o + i as isize * inner) as usize]);
-                }
-            });
-        }
-    })
-}
-
-/// Elementwise map of two inputs broadcast to `shape`.
-pub(crate) fn map2<A: CpuElement, B: CpuElement, U: CpuElement>(
-    a: &Data,
-    b: &Data,
-    shape: &[usize],
-    f: impl Fn(A, B) -> U + Sync + Send,
-) -> Result<CpuBuffer> {
-    let la = a.layout.broadcast_to(shape);
-    let lb = b.layout.broadcast_to(shape);
-    let (sa, sb) = (a.cpu_buffer().as_slice::<A>(), b.cpu_buffer().as_slice::<B>());
-    let n = crate::shape::numel(shape);
-    let par = n >= PARALLEL_MIN;
-    CpuBuffer::build(n, |v| {
-        match (la.is_contiguous(), lb.is_contiguous()) {
-            (true, true) => {
-                let (x, y) = (&sa[la.offset..la.offset + n], &sb[lb.offset..lb.offset + n]);
-                if par {
-                    v.par_extend(x.par_iter().zip(y).map(|(&x, &y)| f(x, y)))
-                } else {
-                    v.extend(x.iter().zip(y).map(|(&x, &y)| f(x, y)))
-                }
-            }
-            (true, false) if lb.is_scalar_broadcast() => {
-                let (x, y) = (&sa[la.offset..la.offset + n], sb[lb.offset]);
-                if par {
-                    v.par_extend(x.par_iter().map(|&x| f(x, y)))
-                } else {
-                    v.extend(x.iter().map(|&x| f(x, y)))
-                }
-            }
-            (false, true) if la.is_scalar_broadcast() => {
-                let (x, y) = (sa[la.offset], &sb[lb.offset..lb.offset + n]);
-                if par {
-                    v.par_extend(y.par_iter().map(|&y| f(x, y)))
-                } else {
-                    v.extend(y.iter().map(|&y| f(x, y)))
-                }
-            }
-            _ => {
-                let (ia, ib) = (*la.strides.last().unwrap_or(&0), *lb.strides.last().unwrap_or(&0));
-                v.resize(n, U::from_f64(0.0));
-                fill_rows(v, shape, [&la.strides, &lb.strides], [la.offset, lb.offset], |[oa, ob], row| {
-                    let (oa, ob, m) = (oa as usize, ob as usize, row.len());
-                    // Rows that are runs or repeats of one element (a bias
-                    // row, a column broadcast) go through slices, which vectorize.
-                    match (ia, ib) {
-                        (1, 1) => {
-                            let (x, y) = (&sa[oa..oa + m], &sb[ob..ob + m]);
-                            row.iter_mut().zip(x.iter().zip(y)).for_each(|(o, (&x, &y))| *o = f(x, y));
-                        }
-                        (1, 0) => {
-                            let y = sb[ob];
-                            row.iter_mut().zip(&sa[oa..oa + m]).for_each(|(o, &x)| *o = f(x, y));
-                        }
-                        (0, 1) => {
-                            let x = sa[oa];
-                            row.iter_mut().zip(&sb[ob..ob + m]).for_each(|(o, &y)| *o = f(x, y));
-                        }
-                        _ => {
-                            for (i, o) in row.iter_mut().enumerate() {
-                                let i = i as isize;
-                                *o = f(sa[(oa as isize + i * ia) as usize], sb[(ob as isize + i * ib) as usize]);
-                            }
-                        }
-                    }
-                });
-            }
-        }
-    })
-}
-
-/// Elementwise map of three inputs broadcast to `shape` (general path only:
-/// `where` is rarely hot enough to need more).
-pub(crate) fn map3<A: CpuElement, B: CpuElement, C: CpuElement, U: CpuElement>(
-    a: &Data,
-    b: &Data,
-    c: &Data,
-    shape: &[usize],
-    f: impl Fn(A, B, C) -> U,
-) -> Result<CpuBuffer> {
-    let ls: [Layout; 3] = [a, b, c].map(|d| d.layout.broadcast_to(shape));
-    let (sa, sb, sc) = (
-        a.cpu_buffer().as_slice::<A>(),
-        b.cpu_buffer().as_slice::<B>(),
-        c.cpu_buffer().as_slice::<C>(),
-    );
-    let inner = ls.clone().map(|l| *l.strides.last().unwrap_or(&0));
-    let n = crate::shape::numel(shape);
-    CpuBuffer::build(n, |v| {
-        for_each_row(
-            shape,
-            [&ls[0].strides, &ls[1].strides, &ls[2].strides],
-            [ls[0].offset, ls[1].offset, ls[2].offset],
-            |[oa, ob, oc], m| {
-                for i in 0..m as isize {
-                    v.push(f(
-                        sa[(oa + i * inner[0]) as usize],
-                        sb[(ob + i * inner[1]) as usize],
-                        sc[(oc + i * inner[2]) as usize],
-                    ));
-                }
-            },
-        );
-    })
-}

@@ -1,8 +1,10 @@
-//! Arithmetic of each element type, as the kernels need it: wrapping for
-//! integers, IEEE for floats, `float16`/`bfloat16` computed in `float32`.
+//! The element traits of the CPU kernels, one family: [`Arith`] (every
+//! element type: wrapping for integers, IEEE for floats, `float16`/`bfloat16`
+//! computed in `float32`), [`FloatElem`] (the float elements, each with the
+//! [`Acc`] type it computes in: `f32` for 16- and 32-bit floats, `f64` for
+//! `f64`). `CpuElement` (`buffer.rs`) is how a type sits in a buffer.
 
 use crate::buffer::CpuElement;
-use crate::primitive::UnaryOp;
 use half::{bf16, f16};
 
 pub(crate) trait Arith: CpuElement {
@@ -124,73 +126,93 @@ impl Arith for bool {
     fn abs(self) -> Self { self }
 }
 
-/// `sqrt(2 / pi)`, of the tanh approximation of GELU.
-const GELU_C: f64 = 0.797_884_560_802_865_4;
-
-/// Transcendental functions, for the float types.
-pub(crate) trait Float: Arith {
-    fn unary(self, op: UnaryOp) -> Self;
+/// The float type a kernel computes and accumulates in (`f32`, `f64`).
+pub(crate) trait Acc:
+    num_traits::Float + std::ops::AddAssign + std::ops::MulAssign + Send + Sync + 'static
+{
+    fn of_f64(v: f64) -> Self;
+    /// The error function (libm's, a port of musl's).
+    fn erf(self) -> Self;
+    /// Rounds half to even, as NumPy and MLX.
+    fn round_even(self) -> Self;
 }
-
-/// `$name(op, x)`: the op on one `$t`, `$erf` its error function. One
-/// macro writes the `f32` and `f64` versions, so the two cannot drift apart.
-macro_rules! float_unary {
-    ($name:ident, $t:ty, $erf:path, $frac_1_sqrt_2:expr) => {
-        #[inline(always)]
-        #[allow(clippy::unnecessary_cast)]
-        fn $name(op: UnaryOp, x: $t) -> $t {
-            match op {
-                UnaryOp::Neg => -x,
-                UnaryOp::Abs => x.abs(),
-                UnaryOp::Exp => x.exp(),
-                UnaryOp::Log => x.ln(),
-                UnaryOp::Sqrt => x.sqrt(),
-                UnaryOp::Rsqrt => 1.0 / x.sqrt(),
-                UnaryOp::Tanh => x.tanh(),
-                UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-                UnaryOp::Sin => x.sin(),
-                UnaryOp::Cos => x.cos(),
-                UnaryOp::Erf => $erf(x),
-                UnaryOp::Gelu => 0.5 * x * (1.0 + $erf(x * $frac_1_sqrt_2)),
-                UnaryOp::GeluApprox => 0.5 * x * (1.0 + (GELU_C as $t * (x + 0.044715 * x * x * x)).tanh()),
-                UnaryOp::Silu => x / (1.0 + (-x).exp()),
-                UnaryOp::Floor => x.floor(),
-                UnaryOp::Ceil => x.ceil(),
-                UnaryOp::Round => x.round_ties_even(),
-                UnaryOp::Tan => x.tan(),
-                UnaryOp::Sinh => x.sinh(),
-                UnaryOp::Cosh => x.cosh(),
-                UnaryOp::Arcsin => x.asin(),
-                UnaryOp::Arccos => x.acos(),
-                UnaryOp::Arctan => x.atan(),
-                UnaryOp::Arcsinh => x.asinh(),
-                UnaryOp::Arccosh => x.acosh(),
-                UnaryOp::Arctanh => x.atanh(),
-                UnaryOp::Log1p => x.ln_1p(),
-                UnaryOp::Expm1 => x.exp_m1(),
-                UnaryOp::Log2 => x.log2(),
-                UnaryOp::Log10 => x.log10(),
-            }
-        }
-    };
-}
-float_unary!(f32_unary, f32, libm::erff, std::f32::consts::FRAC_1_SQRT_2);
-float_unary!(f64_unary, f64, libm::erf, std::f64::consts::FRAC_1_SQRT_2);
-
-impl Float for f32 {
+impl Acc for f32 {
     #[inline(always)]
-    fn unary(self, op: UnaryOp) -> Self { f32_unary(op, self) }
-}
-impl Float for f64 {
+    fn of_f64(v: f64) -> Self {
+        v as f32
+    }
     #[inline(always)]
-    fn unary(self, op: UnaryOp) -> Self { f64_unary(op, self) }
-}
-impl Float for f16 {
+    fn erf(self) -> Self {
+        libm::erff(self)
+    }
     #[inline(always)]
-    fn unary(self, op: UnaryOp) -> Self { f16::from_f32(f32_unary(op, self.to_f32())) }
+    fn round_even(self) -> Self {
+        self.round_ties_even()
+    }
 }
-impl Float for bf16 {
+impl Acc for f64 {
     #[inline(always)]
-    fn unary(self, op: UnaryOp) -> Self { bf16::from_f32(f32_unary(op, self.to_f32())) }
+    fn of_f64(v: f64) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn erf(self) -> Self {
+        libm::erf(self)
+    }
+    #[inline(always)]
+    fn round_even(self) -> Self {
+        self.round_ties_even()
+    }
 }
 
+/// A float element with its accumulator: `float16`/`bfloat16`/`float32`
+/// accumulate in `float32`, `float64` in `float64`.
+pub(crate) trait FloatElem: Arith {
+    type A: Acc;
+    fn to_acc(self) -> Self::A;
+    fn from_acc(a: Self::A) -> Self;
+}
+impl FloatElem for f32 {
+    type A = f32;
+    #[inline(always)]
+    fn to_acc(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn from_acc(a: f32) -> Self {
+        a
+    }
+}
+impl FloatElem for f64 {
+    type A = f64;
+    #[inline(always)]
+    fn to_acc(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn from_acc(a: f64) -> Self {
+        a
+    }
+}
+impl FloatElem for f16 {
+    type A = f32;
+    #[inline(always)]
+    fn to_acc(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn from_acc(a: f32) -> Self {
+        f16::from_f32(a)
+    }
+}
+impl FloatElem for bf16 {
+    type A = f32;
+    #[inline(always)]
+    fn to_acc(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn from_acc(a: f32) -> Self {
+        bf16::from_f32(a)
+    }
+}

@@ -5,7 +5,7 @@
 use super::{contiguous_slice, to_vec, PARALLEL_MIN};
 use crate::buffer::{CpuBuffer, CpuElement, Data};
 use crate::Result;
-use half::{bf16, f16};
+pub(crate) use super::num::{Acc, FloatElem};
 use rayon::prelude::*;
 use std::borrow::Cow;
 
@@ -14,77 +14,6 @@ pub(crate) fn contiguous<T: CpuElement>(data: &Data) -> Cow<'_, [T]> {
     match contiguous_slice::<T>(data) {
         Some(s) => Cow::Borrowed(s),
         None => Cow::Owned(to_vec::<T>(data)),
-    }
-}
-
-/// The float type a kernel accumulates in.
-pub(crate) trait Acc:
-    num_traits::Float + std::ops::AddAssign + std::ops::MulAssign + Send + Sync + 'static
-{
-    fn of_f64(v: f64) -> Self;
-}
-impl Acc for f32 {
-    #[inline(always)]
-    fn of_f64(v: f64) -> Self {
-        v as f32
-    }
-}
-impl Acc for f64 {
-    #[inline(always)]
-    fn of_f64(v: f64) -> Self {
-        v
-    }
-}
-
-/// A float element with its accumulator: `float16`/`bfloat16`/`float32`
-/// accumulate in `float32`, `float64` in `float64`.
-pub(crate) trait FloatElem: CpuElement {
-    type A: Acc;
-    fn to_acc(self) -> Self::A;
-    fn from_acc(a: Self::A) -> Self;
-}
-impl FloatElem for f32 {
-    type A = f32;
-    #[inline(always)]
-    fn to_acc(self) -> f32 {
-        self
-    }
-    #[inline(always)]
-    fn from_acc(a: f32) -> Self {
-        a
-    }
-}
-impl FloatElem for f64 {
-    type A = f64;
-    #[inline(always)]
-    fn to_acc(self) -> f64 {
-        self
-    }
-    #[inline(always)]
-    fn from_acc(a: f64) -> Self {
-        a
-    }
-}
-impl FloatElem for f16 {
-    type A = f32;
-    #[inline(always)]
-    fn to_acc(self) -> f32 {
-        self.to_f32()
-    }
-    #[inline(always)]
-    fn from_acc(a: f32) -> Self {
-        f16::from_f32(a)
-    }
-}
-impl FloatElem for bf16 {
-    type A = f32;
-    #[inline(always)]
-    fn to_acc(self) -> f32 {
-        self.to_f32()
-    }
-    #[inline(always)]
-    fn from_acc(a: f32) -> Self {
-        bf16::from_f32(a)
     }
 }
 

@@ -1,70 +1,109 @@
-//! `Unary`: elementwise math on one input.
+//! `Unary`: elementwise math on one input. Each op of the table
+//! (`primitive/unary.rs`) has its formula here, as an impl of [`CpuUnary`]
+//! on the op's type; the dispatch is generated from the table, so an op
+//! without a formula does not compile.
 
-use super::num::{Arith, Float};
 use super::map1;
+use super::num::{Acc, Arith, FloatElem};
 use crate::buffer::{CpuBuffer, Data};
 use crate::dtype::Dtype;
+use crate::primitive::unary::op::*;
 use crate::primitive::{OutSpec, UnaryOp};
 use crate::{Error, Result};
 use half::{bf16, f16};
 
+/// A unary op's formula on the CPU, on one `f32` or `f64` (16-bit floats
+/// compute in `f32`).
+pub(crate) trait CpuUnary {
+    fn apply<A: Acc>(x: A) -> A;
+}
+
+/// `$Op: |x| expr;` implements [`CpuUnary`] for `$Op` with that formula.
+macro_rules! formulas {
+    ($($Op:ident: |$x:ident| $e:expr;)*) => {$(
+        impl CpuUnary for $Op {
+            #[inline(always)]
+            fn apply<A: Acc>($x: A) -> A {
+                $e
+            }
+        }
+    )*};
+}
+
+/// A constant in the formula's float type.
+#[inline(always)]
+fn c<A: Acc>(v: f64) -> A {
+    A::of_f64(v)
+}
+
+formulas! {
+    Neg: |x| -x;
+    Abs: |x| x.abs();
+    Exp: |x| x.exp();
+    Exp2: |x| x.exp2();
+    Log: |x| x.ln();
+    Sqrt: |x| x.sqrt();
+    Rsqrt: |x| x.sqrt().recip();
+    Tanh: |x| x.tanh();
+    Sigmoid: |x| (A::one() + (-x).exp()).recip();
+    Sin: |x| x.sin();
+    Cos: |x| x.cos();
+    Erf: |x| x.erf();
+    Gelu: |x| x * c(0.5) * (A::one() + (x * c(std::f64::consts::FRAC_1_SQRT_2)).erf());
+    // sqrt(2 / pi) = 0.7978845608028654.
+    GeluApprox: |x| x * c(0.5) * (A::one() + (x * c(0.797_884_560_802_865_4) * (A::one() + x * x * c(0.044715))).tanh());
+    Silu: |x| x / (A::one() + (-x).exp());
+    Floor: |x| x.floor();
+    Ceil: |x| x.ceil();
+    Round: |x| x.round_even();
+    Tan: |x| x.tan();
+    Sinh: |x| x.sinh();
+    Cosh: |x| x.cosh();
+    Arcsin: |x| x.asin();
+    Arccos: |x| x.acos();
+    Arctan: |x| x.atan();
+    Arcsinh: |x| x.asinh();
+    Arccosh: |x| x.acosh();
+    Arctanh: |x| x.atanh();
+    Log1p: |x| x.ln_1p();
+    Expm1: |x| x.exp_m1();
+    Log2: |x| x.log2();
+    Log10: |x| x.log10();
+}
+
+/// The float kernel of every op: one closure per op, monomorphized, so the
+/// match runs once per kernel and not once per element.
+macro_rules! float_kernel {
+    ($($(#[$doc:meta])* $Op:ident $name:ident $domain:ident $scope:ident;)*) => {
+        fn float<T: FloatElem>(op: UnaryOp, a: &Data) -> Result<CpuBuffer> {
+            match op {
+                $(UnaryOp::$Op => map1::<T, T>(a, |x| T::from_acc($Op::apply(x.to_acc()))),)*
+            }
+        }
+    };
+}
+crate::unary_ops!(float_kernel);
+
+/// Integer and bool inputs: only the `Numeric` ops reach a kernel with them
+/// (`ops` computes the others in float).
+fn int<T: Arith>(op: UnaryOp, a: &Data, dtype: Dtype) -> Result<CpuBuffer> {
+    match op {
+        UnaryOp::Neg => map1::<T, T>(a, Arith::neg),
+        UnaryOp::Abs => map1::<T, T>(a, Arith::abs),
+        op => Err(Error::Dtype(format!("{} needs a float input, got {dtype}", op.name()))),
+    }
+}
+
 pub(crate) fn unary(op: UnaryOp, a: &Data, out: OutSpec<'_>) -> Result<CpuBuffer> {
-    // The op in one closure, monomorphized per op: the match runs once per
-    // kernel, not once per element.
-    macro_rules! float {
-        ($T:ty) => {
-            match op {
-                UnaryOp::Neg => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Neg)),
-                UnaryOp::Abs => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Abs)),
-                UnaryOp::Exp => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Exp)),
-                UnaryOp::Log => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Log)),
-                UnaryOp::Sqrt => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Sqrt)),
-                UnaryOp::Rsqrt => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Rsqrt)),
-                UnaryOp::Tanh => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Tanh)),
-                UnaryOp::Sigmoid => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Sigmoid)),
-                UnaryOp::Sin => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Sin)),
-                UnaryOp::Cos => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Cos)),
-                UnaryOp::Erf => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Erf)),
-                UnaryOp::Gelu => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Gelu)),
-                UnaryOp::GeluApprox => map1::<$T, $T>(a, |x| x.unary(UnaryOp::GeluApprox)),
-                UnaryOp::Silu => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Silu)),
-                UnaryOp::Floor => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Floor)),
-                UnaryOp::Ceil => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Ceil)),
-                UnaryOp::Round => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Round)),
-                UnaryOp::Tan => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Tan)),
-                UnaryOp::Sinh => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Sinh)),
-                UnaryOp::Cosh => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Cosh)),
-                UnaryOp::Arcsin => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Arcsin)),
-                UnaryOp::Arccos => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Arccos)),
-                UnaryOp::Arctan => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Arctan)),
-                UnaryOp::Arcsinh => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Arcsinh)),
-                UnaryOp::Arccosh => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Arccosh)),
-                UnaryOp::Arctanh => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Arctanh)),
-                UnaryOp::Log1p => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Log1p)),
-                UnaryOp::Expm1 => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Expm1)),
-                UnaryOp::Log2 => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Log2)),
-                UnaryOp::Log10 => map1::<$T, $T>(a, |x| x.unary(UnaryOp::Log10)),
-            }
-        };
-    }
-    macro_rules! int {
-        ($T:ty) => {
-            match op {
-                UnaryOp::Neg => map1::<$T, $T>(a, Arith::neg),
-                UnaryOp::Abs => map1::<$T, $T>(a, Arith::abs),
-                _ => Err(Error::Dtype(format!("{op:?} needs a float input, got {}", out.dtype))),
-            }
-        };
-    }
     match out.dtype {
-        Dtype::F32 => float!(f32),
-        Dtype::F64 => float!(f64),
-        Dtype::F16 => float!(f16),
-        Dtype::BF16 => float!(bf16),
-        Dtype::Bool => int!(bool),
-        Dtype::U8 => int!(u8),
-        Dtype::U32 => int!(u32),
-        Dtype::I32 => int!(i32),
-        Dtype::I64 => int!(i64),
+        Dtype::F32 => float::<f32>(op, a),
+        Dtype::F64 => float::<f64>(op, a),
+        Dtype::F16 => float::<f16>(op, a),
+        Dtype::BF16 => float::<bf16>(op, a),
+        d @ Dtype::Bool => int::<bool>(op, a, d),
+        d @ Dtype::U8 => int::<u8>(op, a, d),
+        d @ Dtype::U32 => int::<u32>(op, a, d),
+        d @ Dtype::I32 => int::<i32>(op, a, d),
+        d @ Dtype::I64 => int::<i64>(op, a, d),
     }
 }

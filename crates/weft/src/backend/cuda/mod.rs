@@ -27,10 +27,9 @@ mod unary;
 
 pub use memory::CudaBuffer;
 
-use super::Encoder;
+use super::{Encoder, Ran};
 use crate::buffer::{Buffer, Data};
 use crate::dtype::Dtype;
-use crate::primitive::view::view_layout;
 use crate::primitive::{OutSpec, Primitive};
 use crate::shape::Layout;
 use crate::stream::Stream;
@@ -123,40 +122,41 @@ impl CudaEncoder {
         Ok(())
     }
 
-    fn launch(&self, prim: &Primitive, ops: &[Operand], out: OutSpec<'_>) -> Result<CudaBuffer> {
-        let mut st = lock(&self.state);
-        let EncoderState { kernels, blas } = &mut *st;
-        let mut k = kernel::Launcher { gpu: &self.gpu, stream: &self.stream, cache: kernels };
-        match prim {
-            Primitive::Unary(op) => unary::unary(&mut k, *op, &ops[0], out),
-            Primitive::Binary(op) => binary::binary(&mut k, *op, &ops[0], &ops[1], out),
-            Primitive::Select => select::select(&mut k, &ops[0], &ops[1], &ops[2], out),
-            Primitive::AsType => astype::astype(&mut k, &ops[0], out),
-            Primitive::Reduce { op, axes } => reduce::reduce(&mut k, *op, axes, &ops[0], out),
-            Primitive::ArgReduce { op, axis } => reduce::arg_reduce(&mut k, *op, *axis, &ops[0], out),
-            Primitive::Matmul => matmul::matmul(&mut k, blas, &ops[0], &ops[1], out),
-            Primitive::Reshape | Primitive::Copy => copy::copy(&mut k, &ops[0]),
-            Primitive::Concatenate { axis } => concatenate::concatenate(&mut k, *axis, ops, out),
-            Primitive::Arange { start, step } => arange::arange(&mut k, *start, *step, out),
-            Primitive::Transpose { .. } | Primitive::BroadcastTo | Primitive::Slice { .. } => {
-                unreachable!("views always view")
-            }
-            _ => unreachable!("{} has no CUDA kernel; run() sends it to the host", prim.name()),
-        }
-    }
+}
+
+/// A kernel ready to launch on prepared operands.
+type Kernel<'p> = Box<dyn FnOnce(&mut kernel::Launcher<'_>, &mut Option<matmul::Blas>, &[Operand]) -> Result<CudaBuffer> + 'p>;
+
+/// Boxes a kernel closure (the bound gives the closure its signature).
+fn kern<'p>(
+    f: impl FnOnce(&mut kernel::Launcher<'_>, &mut Option<matmul::Blas>, &[Operand]) -> Result<CudaBuffer> + 'p,
+) -> Kernel<'p> {
+    Box::new(f)
+}
+
+/// `prim`'s CUDA kernel, or `None` when this backend has none (the
+/// primitive then runs on the host: `backend::run`; docs/gpu.md lists them).
+fn kernel_for<'p>(prim: &'p Primitive, out: OutSpec<'p>) -> Option<Kernel<'p>> {
+    Some(match prim {
+        Primitive::Unary(op) => kern(move |k, _, o| unary::unary(k, *op, &o[0], out)),
+        Primitive::Binary(op) => kern(move |k, _, o| binary::binary(k, *op, &o[0], &o[1], out)),
+        Primitive::Select => kern(move |k, _, o| select::select(k, &o[0], &o[1], &o[2], out)),
+        Primitive::AsType => kern(move |k, _, o| astype::astype(k, &o[0], out)),
+        Primitive::Reduce { op, axes } => kern(move |k, _, o| reduce::reduce(k, *op, axes, &o[0], out)),
+        Primitive::ArgReduce { op, axis } => kern(move |k, _, o| reduce::arg_reduce(k, *op, *axis, &o[0], out)),
+        Primitive::Matmul => kern(move |k, blas, o| matmul::matmul(k, blas, &o[0], &o[1], out)),
+        Primitive::Reshape | Primitive::Copy => kern(move |k, _, o| copy::copy(k, &o[0])),
+        Primitive::Concatenate { axis } => kern(move |k, _, o| concatenate::concatenate(k, *axis, o, out)),
+        Primitive::Arange { start, step } => kern(move |k, _, _| arange::arange(k, *start, *step, out)),
+        _ => return None,
+    })
 }
 
 impl Encoder for CudaEncoder {
-    fn run(&self, prim: &Primitive, inputs: Vec<Data>, out: OutSpec<'_>) -> Result<Data> {
-        if let Some(layout) = inputs.first().and_then(|i| view_layout(prim, &i.layout, out.shape)) {
-            return Ok(Data { buffer: inputs[0].buffer.clone(), layout });
-        }
-        if !has_kernel(prim) {
-            // Primitives without a CUDA kernel yet (the transformer ops) run
-            // on the host: the CPU encoder reads GPU inputs back, and GPU
-            // consumers upload the result like any host constant.
-            return crate::backend::cpu::CpuEncoder.run(prim, inputs, out);
-        }
+    fn run(&self, prim: &Primitive, inputs: Vec<Data>, out: OutSpec<'_>) -> Result<Ran> {
+        let Some(kernel) = kernel_for(prim, out) else {
+            return Ok(Ran::NoKernel(inputs));
+        };
         self.gpu.bind()?;
         let mut ops = Vec::with_capacity(inputs.len());
         let mut keep = Vec::with_capacity(inputs.len());
@@ -165,36 +165,20 @@ impl Encoder for CudaEncoder {
             ops.push(op);
             keep.push(b);
         }
-        let buffer = self.launch(prim, &ops, out)?;
+        let buffer = {
+            let mut st = lock(&self.state);
+            let EncoderState { kernels, blas } = &mut *st;
+            let mut k = kernel::Launcher { gpu: &self.gpu, stream: &self.stream, cache: kernels };
+            kernel(&mut k, blas, &ops)?
+        };
         self.after_launch(&keep)?;
-        Ok(Data { buffer: Arc::new(Buffer::Cuda(buffer)), layout: Layout::contiguous(out.shape) })
+        Ok(Ran::Done(Data { buffer: Arc::new(Buffer::Cuda(buffer)), layout: Layout::contiguous(out.shape) }))
     }
 
     fn synchronize(&self) -> Result<()> {
         self.gpu.bind()?;
         self.stream.synchronize()
     }
-}
-
-/// Whether `prim` has a CUDA kernel in this backend.
-fn has_kernel(prim: &Primitive) -> bool {
-    matches!(
-        prim,
-        Primitive::Unary(_)
-            | Primitive::Binary(_)
-            | Primitive::Select
-            | Primitive::AsType
-            | Primitive::Reduce { .. }
-            | Primitive::ArgReduce { .. }
-            | Primitive::Matmul
-            | Primitive::Reshape
-            | Primitive::Copy
-            | Primitive::Concatenate { .. }
-            | Primitive::Arange { .. }
-            | Primitive::Transpose { .. }
-            | Primitive::BroadcastTo
-            | Primitive::Slice { .. }
-    )
 }
 
 /// A driver error as a weft error.

@@ -4,6 +4,7 @@ use super::kernel::{compute_type, elementwise, load, store, Launcher};
 use super::memory::CudaBuffer;
 use super::Operand;
 use crate::dtype::Dtype;
+use crate::primitive::unary::op::*;
 use crate::primitive::{OutSpec, UnaryOp};
 use crate::{Error, Result};
 
@@ -32,44 +33,73 @@ pub(crate) fn unary(k: &mut Launcher<'_>, op: UnaryOp, a: &Operand, out: OutSpec
 }
 
 fn int_err(op: UnaryOp, d: Dtype) -> Error {
-    Error::Dtype(format!("{op:?} needs a float input, got {d}"))
+    Error::Dtype(format!("{} needs a float input, got {d}", op.name()))
 }
+
+/// A unary op's formula in CUDA C: a template in which `{x}` is the input,
+/// `{f}` the float-function suffix (`"f"` for float, `""` for double) and
+/// `{one}` the literal 1 of that type.
+pub(crate) trait CudaUnary {
+    const EXPR: &'static str;
+}
+
+/// `$Op: "expr";` implements [`CudaUnary`] for `$Op`.
+macro_rules! exprs {
+    ($($Op:ident: $e:expr;)*) => {$(
+        impl CudaUnary for $Op {
+            const EXPR: &'static str = $e;
+        }
+    )*};
+}
+
+exprs! {
+    Neg: "(-({x}))";
+    Abs: "fabs{f}({x})";
+    Exp: "exp{f}({x})";
+    Exp2: "exp2{f}({x})";
+    Log: "log{f}({x})";
+    Sqrt: "sqrt{f}({x})";
+    Rsqrt: "({one} / sqrt{f}({x}))";
+    Tanh: "tanh{f}({x})";
+    Sigmoid: "({one} / ({one} + exp{f}(-({x}))))";
+    Sin: "sin{f}({x})";
+    Cos: "cos{f}({x})";
+    Erf: "erf{f}({x})";
+    Gelu: "(0.5{f} * ({x}) * ({one} + erf{f}(({x}) * 0.70710678118654752{f})))";
+    GeluApprox: "(0.5{f} * ({x}) * ({one} + tanh{f}(0.79788456080286536{f} * (({x}) + 0.044715{f} * ({x}) * ({x}) * ({x})))))";
+    Silu: "(({x}) / ({one} + exp{f}(-({x}))))";
+    Floor: "floor{f}({x})";
+    Ceil: "ceil{f}({x})";
+    Round: "rint{f}({x})";
+    Tan: "tan{f}({x})";
+    Sinh: "sinh{f}({x})";
+    Cosh: "cosh{f}({x})";
+    Arcsin: "asin{f}({x})";
+    Arccos: "acos{f}({x})";
+    Arctan: "atan{f}({x})";
+    Arcsinh: "asinh{f}({x})";
+    Arccosh: "acosh{f}({x})";
+    Arctanh: "atanh{f}({x})";
+    Log1p: "log1p{f}({x})";
+    Expm1: "expm1{f}({x})";
+    Log2: "log2{f}({x})";
+    Log10: "log10{f}({x})";
+}
+
+/// Each op's template, generated from the table.
+macro_rules! templates {
+    ($($(#[$doc:meta])* $Op:ident $name:ident $domain:ident $scope:ident;)*) => {
+        fn template(op: UnaryOp) -> &'static str {
+            match op {
+                $(UnaryOp::$Op => <$Op as CudaUnary>::EXPR,)*
+            }
+        }
+    };
+}
+crate::unary_ops!(templates);
 
 /// The op on `x` in float (`f` = "f") or double (`f` = "").
 fn float_expr(op: UnaryOp, x: &str, f: &str) -> String {
     let one = if f.is_empty() { "1.0" } else { "1.0f" };
-    match op {
-        UnaryOp::Neg => format!("(-({x}))"),
-        UnaryOp::Abs => format!("fabs{f}({x})"),
-        UnaryOp::Exp => format!("exp{f}({x})"),
-        UnaryOp::Log => format!("log{f}({x})"),
-        UnaryOp::Sqrt => format!("sqrt{f}({x})"),
-        UnaryOp::Rsqrt => format!("({one} / sqrt{f}({x}))"),
-        UnaryOp::Tanh => format!("tanh{f}({x})"),
-        UnaryOp::Sigmoid => format!("({one} / ({one} + exp{f}(-({x}))))"),
-        UnaryOp::Sin => format!("sin{f}({x})"),
-        UnaryOp::Cos => format!("cos{f}({x})"),
-        UnaryOp::Erf => format!("erf{f}({x})"),
-        UnaryOp::Gelu => format!("(0.5{f} * ({x}) * ({one} + erf{f}(({x}) * 0.70710678118654752{f})))"),
-        UnaryOp::GeluApprox => {
-            format!("(0.5{f} * ({x}) * ({one} + tanh{f}(0.79788456080286536{f} * (({x}) + 0.044715{f} * ({x}) * ({x}) * ({x})))))")
-        }
-        UnaryOp::Silu => format!("(({x}) / ({one} + exp{f}(-({x}))))"),
-        UnaryOp::Floor => format!("floor{f}({x})"),
-        UnaryOp::Ceil => format!("ceil{f}({x})"),
-        UnaryOp::Round => format!("rint{f}({x})"),
-        UnaryOp::Tan => format!("tan{f}({x})"),
-        UnaryOp::Sinh => format!("sinh{f}({x})"),
-        UnaryOp::Cosh => format!("cosh{f}({x})"),
-        UnaryOp::Arcsin => format!("asin{f}({x})"),
-        UnaryOp::Arccos => format!("acos{f}({x})"),
-        UnaryOp::Arctan => format!("atan{f}({x})"),
-        UnaryOp::Arcsinh => format!("asinh{f}({x})"),
-        UnaryOp::Arccosh => format!("acosh{f}({x})"),
-        UnaryOp::Arctanh => format!("atanh{f}({x})"),
-        UnaryOp::Log1p => format!("log1p{f}({x})"),
-        UnaryOp::Expm1 => format!("expm1{f}({x})"),
-        UnaryOp::Log2 => format!("log2{f}({x})"),
-        UnaryOp::Log10 => format!("log10{f}({x})"),
-    }
+    template(op).replace("{x}", x).replace("{f}", f).replace("{one}", one)
 }

@@ -14,7 +14,7 @@
 //! [`Error::Io`] saying what is wrong, never a panic or a huge allocation.
 //!
 //! ```no_run
-//! let file = weft::gguf::Gguf::open("model.gguf").unwrap();
+//! let file = weft::io::gguf::Gguf::open("model.gguf").unwrap();
 //! println!("{:?}", file.get_str("general.architecture"));
 //! let w = file.tensor("token_embd.weight", weft::Dtype::F32).unwrap();
 //! println!("{:?}", w.shape()); // [vocab, hidden]: dims reversed, outermost first

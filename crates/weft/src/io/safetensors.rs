@@ -7,7 +7,7 @@ use crate::buffer::CpuElement;
 use crate::dtype::Dtype;
 use crate::{Array, Error, Result};
 use half::{bf16, f16};
-use safetensors::tensor::{Dtype as StDtype, SafeTensors, TensorView};
+use ::safetensors::tensor::{Dtype as StDtype, SafeTensors, TensorView};
 use std::collections::HashMap;
 use std::path::Path;
 
