@@ -136,34 +136,27 @@ pub(crate) trait Acc:
     /// Rounds half to even, as NumPy and MLX.
     fn round_even(self) -> Self;
 }
-impl Acc for f32 {
-    #[inline(always)]
-    fn of_f64(v: f64) -> Self {
-        v as f32
-    }
-    #[inline(always)]
-    fn erf(self) -> Self {
-        libm::erff(self)
-    }
-    #[inline(always)]
-    fn round_even(self) -> Self {
-        self.round_ties_even()
-    }
+/// `Acc` for `f32` and `f64` from one text, so the two cannot drift apart.
+macro_rules! acc {
+    ($($t:ty => $erf:path),*) => {$(
+        impl Acc for $t {
+            #[inline(always)]
+            #[allow(clippy::unnecessary_cast)] // f64 as f64
+            fn of_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn erf(self) -> Self {
+                $erf(self)
+            }
+            #[inline(always)]
+            fn round_even(self) -> Self {
+                self.round_ties_even()
+            }
+        }
+    )*};
 }
-impl Acc for f64 {
-    #[inline(always)]
-    fn of_f64(v: f64) -> Self {
-        v
-    }
-    #[inline(always)]
-    fn erf(self) -> Self {
-        libm::erf(self)
-    }
-    #[inline(always)]
-    fn round_even(self) -> Self {
-        self.round_ties_even()
-    }
-}
+acc!(f32 => libm::erff, f64 => libm::erf);
 
 /// A float element with its accumulator: `float16`/`bfloat16`/`float32`
 /// accumulate in `float32`, `float64` in `float64`.
@@ -172,47 +165,28 @@ pub(crate) trait FloatElem: Arith {
     fn to_acc(self) -> Self::A;
     fn from_acc(a: Self::A) -> Self;
 }
-impl FloatElem for f32 {
-    type A = f32;
-    #[inline(always)]
-    fn to_acc(self) -> f32 {
-        self
-    }
-    #[inline(always)]
-    fn from_acc(a: f32) -> Self {
-        a
-    }
+
+/// `FloatElem` for each float element: `$t` computes in `$a`, reached by
+/// `$to` and back by `$from`.
+macro_rules! float_elem {
+    ($($t:ty => $a:ty, |$x:ident| $to:expr, |$y:ident| $from:expr);* $(;)?) => {$(
+        impl FloatElem for $t {
+            type A = $a;
+            #[inline(always)]
+            fn to_acc(self) -> $a {
+                let $x = self;
+                $to
+            }
+            #[inline(always)]
+            fn from_acc($y: $a) -> Self {
+                $from
+            }
+        }
+    )*};
 }
-impl FloatElem for f64 {
-    type A = f64;
-    #[inline(always)]
-    fn to_acc(self) -> f64 {
-        self
-    }
-    #[inline(always)]
-    fn from_acc(a: f64) -> Self {
-        a
-    }
-}
-impl FloatElem for f16 {
-    type A = f32;
-    #[inline(always)]
-    fn to_acc(self) -> f32 {
-        self.to_f32()
-    }
-    #[inline(always)]
-    fn from_acc(a: f32) -> Self {
-        f16::from_f32(a)
-    }
-}
-impl FloatElem for bf16 {
-    type A = f32;
-    #[inline(always)]
-    fn to_acc(self) -> f32 {
-        self.to_f32()
-    }
-    #[inline(always)]
-    fn from_acc(a: f32) -> Self {
-        bf16::from_f32(a)
-    }
+float_elem! {
+    f32 => f32, |x| x, |a| a;
+    f64 => f64, |x| x, |a| a;
+    f16 => f32, |x| x.to_f32(), |a| f16::from_f32(a);
+    bf16 => f32, |x| x.to_f32(), |a| bf16::from_f32(a);
 }
