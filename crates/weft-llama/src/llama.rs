@@ -104,6 +104,12 @@ impl KvCache {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    /// Positions allocated (filled or not): the cache's memory is
+    /// `capacity * n_layers * 2 * n_kv_heads * head_dim` floats.
+    pub fn capacity(&self) -> usize {
+        self.layers.first().and_then(|l| l.as_ref()).map_or(0, |(k, _)| k.shape()[2])
+    }
 }
 
 /// Writes `new` (`[1, kv, T, hd]`) at positions `offset..offset + T` of the
@@ -193,47 +199,90 @@ impl Llama {
     /// model, appending their keys and values to `cache`. Returns the logits
     /// `[vocab]` that predict the token after the last one (lazy).
     pub fn forward(&self, tokens: &[u32], cache: &mut KvCache) -> Result<Array> {
+        let logits = self.forward_batch(&mut [(tokens, cache)])?;
+        ops::reshape(&logits, &[self.config.vocab_size as isize])
+    }
+
+    /// One step over several sequences at once, each with its own cache:
+    /// `batch[i].0` holds the tokens after those in `batch[i].1` (one token
+    /// for a sequence that is decoding, a chunk of its prompt for one that
+    /// is filling its cache). Returns the logits `[batch.len(), vocab]`
+    /// predicting each sequence's next token (lazy).
+    ///
+    /// The projections and the MLP run on all the step's tokens together
+    /// (one matmul per weight, so the weights are read once per step);
+    /// rotary embeddings, the cache append and attention run per sequence,
+    /// at that sequence's own position.
+    pub fn forward_batch(&self, batch: &mut [(&[u32], &mut KvCache)]) -> Result<Array> {
         let c = &self.config;
-        if tokens.is_empty() {
-            return Err(Error::InvalidArgument("forward needs at least one token".into()));
+        if batch.is_empty() {
+            return Err(Error::InvalidArgument("forward_batch needs at least one sequence".into()));
         }
-        if let Some(&t) = tokens.iter().find(|&&t| t as usize >= c.vocab_size) {
-            return Err(Error::InvalidArgument(format!("token id {t} is outside the vocabulary ({})", c.vocab_size)));
+        let mut ids = Vec::new();
+        // Row range of each sequence in the step's [T, H] activations.
+        let mut rows = Vec::with_capacity(batch.len());
+        for (tokens, _) in batch.iter() {
+            if tokens.is_empty() {
+                return Err(Error::InvalidArgument("forward needs at least one token per sequence".into()));
+            }
+            if let Some(&t) = tokens.iter().find(|&&t| t as usize >= c.vocab_size) {
+                return Err(Error::InvalidArgument(format!("token id {t} is outside the vocabulary ({})", c.vocab_size)));
+            }
+            rows.push(ids.len()..ids.len() + tokens.len());
+            ids.extend_from_slice(tokens);
         }
-        let (t, offset) = (tokens.len(), cache.len);
-        let ids = Array::from_vec(tokens.to_vec(), &[t])?;
+        let total = ids.len();
+        let ids = Array::from_vec(ids, &[total])?;
         let mut x = ops::take(&self.token_embd, &ids, Some(0))?; // [T, H]
-        let mask = (t > 1).then_some(Mask::Causal);
         let scale = 1.0 / (c.head_dim as f32).sqrt();
-        let rope = |a: &Array| fast::rope(a, c.head_dim, true, c.rope_base, 1.0, offset);
-        for (layer, slot) in self.layers.iter().zip(cache.layers.iter_mut()) {
+        let rows_of = |a: &Array, r: &std::ops::Range<usize>| -> Result<Array> {
+            if r.len() == total {
+                return Ok(a.clone());
+            }
+            ops::slice(a, &[SliceArg::range(r.start as isize, r.end as isize)])
+        };
+        for (l, layer) in self.layers.iter().enumerate() {
             let h = fast::rms_norm(&x, Some(&layer.attn_norm), c.rms_eps)?;
-            let heads = |w: &Array, n: usize| -> Result<Array> {
-                let y = ops::reshape(&linear(&h, w)?, &[1, t as isize, n as isize, c.head_dim as isize])?;
-                ops::transpose(&y, &[0, 2, 1, 3]) // [1, n, T, hd]
-            };
-            let q = rope(&heads(&layer.wq, c.n_heads)?)?;
-            let k = rope(&heads(&layer.wk, c.n_kv_heads)?)?;
-            let v = heads(&layer.wv, c.n_kv_heads)?;
-            let (mut ks, mut vs) = match slot.take() {
-                Some((k, v)) => (Some(k), Some(v)),
-                None => (None, None),
-            };
-            let k = append(&mut ks, &k, offset)?;
-            let v = append(&mut vs, &v, offset)?;
-            *slot = ks.zip(vs);
-            // Grouped-query attention: query head i reads kv head i / rep.
-            let out = fast::scaled_dot_product_attention(&q, &k, &v, scale, mask.as_ref())?; // [1, heads, T, hd]
-            let out = ops::reshape(&ops::transpose(&out, &[0, 2, 1, 3])?, &[t as isize, (c.n_heads * c.head_dim) as isize])?;
+            let (q_all, k_all, v_all) = (linear(&h, &layer.wq)?, linear(&h, &layer.wk)?, linear(&h, &layer.wv)?);
+            let mut outs = Vec::with_capacity(batch.len());
+            for ((_, cache), r) in batch.iter_mut().zip(&rows) {
+                let (t, offset) = (r.len(), cache.len);
+                let heads = |y: &Array, n: usize| -> Result<Array> {
+                    let y = ops::reshape(&rows_of(y, r)?, &[1, t as isize, n as isize, c.head_dim as isize])?;
+                    ops::transpose(&y, &[0, 2, 1, 3]) // [1, n, t, hd]
+                };
+                let rope = |a: &Array| fast::rope(a, c.head_dim, true, c.rope_base, 1.0, offset);
+                let q = rope(&heads(&q_all, c.n_heads)?)?;
+                let k = rope(&heads(&k_all, c.n_kv_heads)?)?;
+                let v = heads(&v_all, c.n_kv_heads)?;
+                let (mut ks, mut vs) = match cache.layers[l].take() {
+                    Some((k, v)) => (Some(k), Some(v)),
+                    None => (None, None),
+                };
+                let k = append(&mut ks, &k, offset)?;
+                let v = append(&mut vs, &v, offset)?;
+                cache.layers[l] = ks.zip(vs);
+                // Grouped-query attention: query head i reads kv head i / rep.
+                let mask = (t > 1).then_some(Mask::Causal);
+                let out = fast::scaled_dot_product_attention(&q, &k, &v, scale, mask.as_ref())?; // [1, heads, t, hd]
+                outs.push(ops::reshape(&ops::transpose(&out, &[0, 2, 1, 3])?, &[t as isize, (c.n_heads * c.head_dim) as isize])?);
+            }
+            let out = if outs.len() == 1 { outs.pop().unwrap() } else { ops::concatenate(&outs, 0)? };
             x = ops::add(&x, &linear(&out, &layer.wo)?)?;
 
             let h = fast::rms_norm(&x, Some(&layer.ffn_norm), c.rms_eps)?;
             let act = ops::multiply(&ops::silu(&linear(&h, &layer.w_gate)?)?, &linear(&h, &layer.w_up)?)?;
             x = ops::add(&x, &linear(&act, &layer.w_down)?)?;
         }
-        cache.len += t;
-        let last = ops::slice(&x, &[SliceArg::range(t as isize - 1, t as isize)])?;
+        for ((_, cache), r) in batch.iter_mut().zip(&rows) {
+            cache.len += r.len();
+        }
+        let last: Vec<Array> = rows
+            .iter()
+            .map(|r| ops::slice(&x, &[SliceArg::range(r.end as isize - 1, r.end as isize)]))
+            .collect::<Result<_>>()?;
+        let last = if last.len() == 1 { last[0].clone() } else { ops::concatenate(&last, 0)? }; // [B, H]
         let last = fast::rms_norm(&last, Some(&self.output_norm), c.rms_eps)?;
-        ops::reshape(&linear(&last, &self.output)?, &[c.vocab_size as isize])
+        linear(&last, &self.output)
     }
 }

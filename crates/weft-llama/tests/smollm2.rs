@@ -107,3 +107,32 @@ fn greedy_decoding_with_kv_cache_matches_reference() {
     }
     assert_eq!(cache.len(), ids(&fx["prompt_ids"]).len() + want.len());
 }
+
+#[test]
+fn batched_step_matches_one_sequence_at_a_time() {
+    // Two sequences at different positions in one step: A decodes one token
+    // after its prompt while B fills its cache in two chunks.
+    let l = loaded();
+    let a = l.tok.encode(&l.tok.chat_prompt(&[("user", "What is the capital of France?")]).unwrap()).unwrap();
+    let b = l.tok.encode("The quick brown fox jumps over the lazy dog, and then").unwrap();
+    let (b1, b2) = b.split_at(5);
+    let logits = |x: &weft::Array| x.to_vec::<f32>().unwrap();
+    let alone_a = {
+        let mut cache = l.model.new_cache();
+        let first = logits(&l.model.forward(&a, &mut cache).unwrap());
+        let next = Sampler::greedy().sample_slice(&first).unwrap();
+        (next, logits(&l.model.forward(&[next], &mut cache).unwrap()))
+    };
+    let alone_b = logits(&l.model.forward(&b, &mut l.model.new_cache()).unwrap());
+
+    let (mut ca, mut cb) = (l.model.new_cache(), l.model.new_cache());
+    let step1 = l.model.forward_batch(&mut [(&a[..], &mut ca), (b1, &mut cb)]).unwrap();
+    assert_eq!(step1.shape(), &[2, 49152]);
+    let next = Sampler::greedy().sample_slice(&logits(&step1)[..49152]).unwrap();
+    assert_eq!(next, alone_a.0, "first token of A in a batch");
+    let step2 = logits(&l.model.forward_batch(&mut [(&[next][..], &mut ca), (b2, &mut cb)]).unwrap());
+    assert_eq!((ca.len(), cb.len()), (a.len() + 1, b.len()));
+    let worst = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| (p - q).abs()).fold(0.0f32, f32::max);
+    let (da, db) = (worst(&step2[..49152], &alone_a.1), worst(&step2[49152..], &alone_b));
+    assert!(da < 1e-3 && db < 1e-3, "batched against alone: A {da}, B {db}");
+}
