@@ -140,6 +140,11 @@ impl Stream {
             }
         }
     }
+
+    /// The next data line (comments skipped).
+    fn next_data(&mut self) -> Option<String> {
+        std::iter::from_fn(|| self.next_line()).find(|l| l.starts_with("data: "))
+    }
 }
 
 fn metric(addr: SocketAddr, name: &str) -> f64 {
@@ -300,8 +305,7 @@ fn disconnect_cancels_and_frees_the_kv_cache_and_a_full_queue_is_429() {
     let a = srv.addr;
     // A runs (its first token came), B waits in the queue, C is refused.
     let mut first = Stream::open(a, "/v1/completions", counting(400));
-    let line = first.next_line().unwrap();
-    assert!(line.starts_with("data: {"), "{line}");
+    assert!(first.next_data().unwrap().starts_with("data: {"));
     let mut waiting = Stream::open(a, "/v1/completions", counting(4));
     eventually("B queued", || metric(a, "weft_requests_waiting") == 1.0);
     let c = post(a, "/v1/completions", json!({"prompt": "hi", "max_tokens": 2}));
@@ -314,10 +318,7 @@ fn disconnect_cancels_and_frees_the_kv_cache_and_a_full_queue_is_429() {
 
     // A's client goes away: A is cancelled, its cache freed, and B runs.
     drop(first);
-    let mut rest = vec![];
-    while let Some(l) = waiting.next_line() {
-        rest.push(l);
-    }
+    let rest: Vec<String> = std::iter::from_fn(|| waiting.next_data()).collect();
     assert_eq!(rest.last().map(String::as_str), Some("data: [DONE]"), "{rest:?}");
     eventually("A cancelled", || metric(a, "weft_requests_total{model=\"smol\",outcome=\"cancelled\"}") == 1.0);
     eventually("caches freed", || {
@@ -411,13 +412,10 @@ fn sigterm_finishes_running_requests_and_exits_cleanly() {
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     eventually("the server listens", || TcpStream::connect(addr).is_ok());
     let mut s = Stream::open(addr, "/v1/completions", counting(24));
-    assert!(s.next_line().unwrap().starts_with("data: {"));
+    assert!(s.next_data().unwrap().starts_with("data: {"));
     let killed = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(killed.success());
-    let mut rest = vec![];
-    while let Some(l) = s.next_line() {
-        rest.push(l);
-    }
+    let rest: Vec<String> = std::iter::from_fn(|| s.next_data()).collect();
     assert_eq!(rest.last().map(String::as_str), Some("data: [DONE]"), "the running request finished");
     let status = child.wait().unwrap();
     assert!(status.success(), "exit status {status}");
