@@ -154,6 +154,24 @@ fn linear(x: &Array, w: &Array) -> Result<Array> {
     ops::matmul(x, &ops::transpose(w, &[])?)
 }
 
+/// Below this many rows, [`linear_rows`] runs one matrix-vector product per
+/// row: for a handful of rows the CPU matmul's packing of the whole weight
+/// costs more than reading the weight once per row (measured with
+/// `scripts/load-test`, docs/benchmarks.md).
+const GEMV_ROWS: usize = 6;
+
+/// `linear` for the rows of a batched step.
+fn linear_rows(x: &Array, w: &Array) -> Result<Array> {
+    let t = x.shape()[0];
+    if t == 1 || t >= GEMV_ROWS {
+        return linear(x, w);
+    }
+    let rows = (0..t)
+        .map(|i| linear(&ops::slice(x, &[SliceArg::range(i as isize, i as isize + 1)])?, w))
+        .collect::<Result<Vec<_>>>()?;
+    ops::concatenate(&rows, 0)
+}
+
 impl Llama {
     /// Loads every weight of `file`, dequantized to float32.
     pub fn from_gguf(file: &Gguf) -> Result<Llama> {
@@ -243,7 +261,7 @@ impl Llama {
         };
         for (l, layer) in self.layers.iter().enumerate() {
             let h = fast::rms_norm(&x, Some(&layer.attn_norm), c.rms_eps)?;
-            let (q_all, k_all, v_all) = (linear(&h, &layer.wq)?, linear(&h, &layer.wk)?, linear(&h, &layer.wv)?);
+            let (q_all, k_all, v_all) = (linear_rows(&h, &layer.wq)?, linear_rows(&h, &layer.wk)?, linear_rows(&h, &layer.wv)?);
             let mut outs = Vec::with_capacity(batch.len());
             for ((_, cache), r) in batch.iter_mut().zip(&rows) {
                 let (t, offset) = (r.len(), cache.len);
@@ -268,11 +286,11 @@ impl Llama {
                 outs.push(ops::reshape(&ops::transpose(&out, &[0, 2, 1, 3])?, &[t as isize, (c.n_heads * c.head_dim) as isize])?);
             }
             let out = if outs.len() == 1 { outs.pop().unwrap() } else { ops::concatenate(&outs, 0)? };
-            x = ops::add(&x, &linear(&out, &layer.wo)?)?;
+            x = ops::add(&x, &linear_rows(&out, &layer.wo)?)?;
 
             let h = fast::rms_norm(&x, Some(&layer.ffn_norm), c.rms_eps)?;
-            let act = ops::multiply(&ops::silu(&linear(&h, &layer.w_gate)?)?, &linear(&h, &layer.w_up)?)?;
-            x = ops::add(&x, &linear(&act, &layer.w_down)?)?;
+            let act = ops::multiply(&ops::silu(&linear_rows(&h, &layer.w_gate)?)?, &linear_rows(&h, &layer.w_up)?)?;
+            x = ops::add(&x, &linear_rows(&act, &layer.w_down)?)?;
         }
         for ((_, cache), r) in batch.iter_mut().zip(&rows) {
             cache.len += r.len();
@@ -283,6 +301,6 @@ impl Llama {
             .collect::<Result<_>>()?;
         let last = if last.len() == 1 { last[0].clone() } else { ops::concatenate(&last, 0)? }; // [B, H]
         let last = fast::rms_norm(&last, Some(&self.output_norm), c.rms_eps)?;
-        linear(&last, &self.output)
+        linear_rows(&last, &self.output)
     }
 }
