@@ -558,7 +558,117 @@ fn custom_function(fun: Py<PyAny>) -> CustomFunction {
     CustomFunction { fun, vjp: Mutex::new(None), jvp: Mutex::new(None), vmap: Mutex::new(None) }
 }
 
+/// The cache key of a call: the arguments' structure, their non-array
+/// leaves (by repr) and each array's shape and dtype.
+fn signature(py: Python<'_>, t: &Tree, leaves: &mut std::slice::Iter<'_, Array>, out: &mut String) -> PyResult<()> {
+    use std::fmt::Write;
+    match t {
+        Tree::Array => {
+            let a = leaves.next().ok_or_else(|| PyValueError::new_err("tree has fewer arrays than its structure"))?;
+            let _ = write!(out, "A{:?}{};", a.shape(), a.dtype());
+        }
+        Tree::Other(o) => {
+            let o = o.bind(py);
+            let _ = write!(out, "O{}:{};", o.get_type().name()?, o.repr()?);
+        }
+        Tree::List(v) | Tree::Tuple(v) => {
+            out.push(if matches!(t, Tree::List(_)) { '[' } else { '(' });
+            for x in v {
+                signature(py, x, leaves, out)?;
+            }
+            out.push(']');
+        }
+        Tree::Dict(v) => {
+            out.push('{');
+            for (k, x) in v {
+                let _ = write!(out, "{}:", k.bind(py).repr()?);
+                signature(py, x, leaves, out)?;
+            }
+            out.push('}');
+        }
+    }
+    Ok(())
+}
+
+static COMPILE_ENABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// What `compile` returns: the function, traced once per signature of its
+/// arguments (shapes, dtypes, structure, other values) and replayed.
+#[pyclass(module = "weft.core", frozen)]
+struct CompiledFunction {
+    fun: Py<PyAny>,
+    /// `inputs=`/`outputs=` (implicit state) were given: weft then calls
+    /// the function every time (correct, not cached).
+    implicit: bool,
+    cache: Mutex<std::collections::HashMap<String, Arc<(transforms::Compiled, Tree)>>>,
+}
+
+#[pymethods]
+impl CompiledFunction {
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyAny>> {
+        let fun = self.fun.bind(py);
+        if self.implicit || !COMPILE_ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+            return fun.call(args.clone(), kwargs);
+        }
+        let all = PyTuple::new(py, [args.clone().into_any(), kwargs.map_or_else(|| PyDict::new(py).into_any(), |k| k.clone().into_any())])?;
+        let mut leaves = Vec::new();
+        let tree = flatten(all.as_any(), &mut leaves)?;
+        let mut key = String::new();
+        signature(py, &tree, &mut leaves.iter(), &mut key)?;
+        let hit = self.cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+        if let Some(entry) = hit {
+            let outs = entry.0.call(&leaves).py()?;
+            return unflatten(py, &entry.1, &mut outs.iter());
+        }
+        let call = PyCall::new(py);
+        let out_tree: RefCell<Option<Tree>> = RefCell::new(None);
+        let r = transforms::Compiled::trace(
+            |x| {
+                call.guard((|| {
+                    let rebuilt = unflatten(py, &tree, &mut x.iter())?;
+                    let (a, k) = (rebuilt.get_item(0)?, rebuilt.get_item(1)?);
+                    let out = fun.call(a.cast::<PyTuple>()?, Some(k.cast::<PyDict>()?))?;
+                    let mut outs = Vec::new();
+                    *out_tree.borrow_mut() = Some(flatten(&out, &mut outs)?);
+                    Ok(outs)
+                })())
+            },
+            &leaves,
+        );
+        let (compiled, outs) = call.finish(r)?;
+        let t = out_tree.borrow_mut().take().ok_or_else(|| PyValueError::new_err("the function was not called"))?;
+        let result = unflatten(py, &t, &mut outs.iter())?;
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).insert(key, Arc::new((compiled, t)));
+        Ok(result)
+    }
+}
+
+/// `fun`, traced once per signature of its arguments and replayed after
+/// (MLX's `compile`; weft does not fuse kernels). With `inputs` or
+/// `outputs` (implicit state), the function is called every time.
+/// `shapeless=True` is accepted: weft retraces for each new shape.
+#[pyfunction]
+#[pyo3(signature = (fun, inputs = None, outputs = None, shapeless = false))]
+fn compile(fun: Py<PyAny>, inputs: Option<Py<PyAny>>, outputs: Option<Py<PyAny>>, shapeless: bool) -> CompiledFunction {
+    let _ = shapeless;
+    CompiledFunction { fun, implicit: inputs.is_some() || outputs.is_some(), cache: Mutex::new(Default::default()) }
+}
+
+/// Makes `compile`d functions call the function directly (process-wide).
+#[pyfunction]
+fn disable_compile() {
+    COMPILE_ENABLED.store(false, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Undoes `disable_compile`.
+#[pyfunction]
+fn enable_compile() {
+    COMPILE_ENABLED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<CompiledFunction>()?;
     m.add_class::<GradFunction>()?;
     m.add_class::<VmapFunction>()?;
     m.add_class::<CheckpointFunction>()?;
@@ -572,6 +682,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(stop_gradient, m)?,
         wrap_pyfunction!(checkpoint, m)?,
         wrap_pyfunction!(custom_function, m)?,
+        wrap_pyfunction!(compile, m)?,
+        wrap_pyfunction!(disable_compile, m)?,
+        wrap_pyfunction!(enable_compile, m)?,
     ] {
         m.add_function(f)?;
     }

@@ -38,6 +38,8 @@ fn close(ctx: &str, got: &[f64], want: &[f64], tol: f64) {
 /// differences of `sum(f(x) * w)` and of `f` along a random direction.
 fn check_derivatives(name: &str, f: &Fun, xs: &[(Vec<f64>, Vec<usize>)], rng: &mut Rng) {
     let h = 1e-6;
+    // A trip through float32 limits what finite differences can see.
+    let tol = if name.starts_with("astype") { 2e-2 } else { 1e-5 };
     let inputs: Vec<Array> = xs.iter().map(|(v, s)| arr(v, s)).collect();
     let eval = |vals: &[Vec<f64>]| -> Vec<f64> {
         let a: Vec<Array> = vals.iter().zip(xs).map(|(v, (_, s))| arr(v, s)).collect();
@@ -60,7 +62,7 @@ fn check_derivatives(name: &str, f: &Fun, xs: &[(Vec<f64>, Vec<usize>)], rng: &m
                 (dot(eval(&up)) - dot(eval(&down))) / (2.0 * h)
             })
             .collect();
-        close(&format!("{name}: vjp of input {i}"), &read(grad), &fd, 1e-5);
+        close(&format!("{name}: vjp of input {i}"), &read(grad), &fd, tol);
     }
     let dirs: Vec<Vec<f64>> = xs.iter().map(|(v, _)| rand(rng, &[v.len()], -1.0, 1.0)).collect();
     let tangents: Vec<Array> = dirs.iter().zip(xs).map(|(d, (_, s))| arr(d, s)).collect();
@@ -70,7 +72,7 @@ fn check_derivatives(name: &str, f: &Fun, xs: &[(Vec<f64>, Vec<usize>)], rng: &m
         base.iter().zip(&dirs).map(|(b, d)| b.iter().zip(d).map(|(x, t)| x + sign * h * t).collect()).collect()
     };
     let fd: Vec<f64> = eval(&step(1.0)).iter().zip(eval(&step(-1.0))).map(|(a, b)| (a - b) / (2.0 * h)).collect();
-    close(&format!("{name}: jvp"), &read(&jt[0]), &fd, 1e-5);
+    close(&format!("{name}: jvp"), &read(&jt[0]), &fd, tol);
 }
 
 /// Checks `vmap(f)` over 3 examples against `f` on each example, stacked:
