@@ -403,3 +403,37 @@ fn transforms_from_many_threads_match_one_thread() {
         }
     }
 }
+
+#[test]
+fn a_compiled_trace_replays_on_new_inputs_from_any_thread() {
+    use weft::transforms::Compiled;
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let bias = arr(&[10.0, 20.0], &[2]); // captured: a constant of the trace
+    let f = |x: &[Array]| {
+        calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(vec![ops::add(&ops::multiply(&ops::exp(&x[0])?, &x[1])?, &bias)?])
+    };
+    let (c, first) = Compiled::trace(f, &[arr(&[0.0, 1.0], &[2]), arr(&[2.0, 3.0], &[2])]).unwrap();
+    close("traced", &read(&first[0]), &[12.0, 3.0 * 1f64.exp() + 20.0], 1e-12);
+    let c = Arc::new(c);
+    let threads: Vec<_> = (0..4)
+        .map(|i| {
+            let c = Arc::clone(&c);
+            std::thread::spawn(move || read(&c.call(&[arr(&[i as f64, 0.5], &[2]), arr(&[1.0, 2.0], &[2])]).unwrap()[0]))
+        })
+        .collect();
+    for (i, t) in threads.into_iter().enumerate() {
+        close("replayed", &t.join().unwrap(), &[(i as f64).exp() + 10.0, 2.0 * 0.5f64.exp() + 20.0], 1e-12);
+    }
+    assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 1, "replays do not call the function");
+    // Gradients flow through a replay.
+    let g = transforms::grad(
+        |x| Ok(vec![ops::sum(&c.call(&[x[0].clone(), arr(&[1.0, 1.0], &[2])])?[0], &[], false)?]),
+        &[arr(&[0.0, 1.0], &[2])],
+        &[0],
+    )
+    .unwrap();
+    close("grad of a replay", &read(&g[0]), &[1.0, 1f64.exp()], 1e-12);
+    let r = c.call(&[arr(&[0.0; 3], &[3]), arr(&[0.0; 3], &[3])]);
+    assert!(matches!(r, Err(Error::Shape(_))), "inputs of other shapes: {r:?}");
+}
