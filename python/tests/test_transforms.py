@@ -42,7 +42,7 @@ def test_value_and_grad_argnums_argnames_and_trees():
     close(gx, (2 * r) @ np.array([[1.0, 2.0]]))
     # argnames: (positional, {name: grad}).
     pos, kw = mx.grad(lambda x, scale: mx.sum(x * scale), argnums=[], argnames="scale")(x, scale=mx.array(3.0))
-    assert pos == () and set(kw) == {"scale"}
+    assert pos is None and set(kw) == {"scale"}  # as MLX: no positional argnums
     close(kw["scale"], np.sum(np.array(x)))
 
 
@@ -160,3 +160,19 @@ def test_compile_traces_once_per_signature_and_replays():
         assert len(calls) == 4  # called directly
     finally:
         mx.enable_compile()
+
+
+def test_grad_argument_checks_match_mlx():
+    f = lambda x: x
+    with pytest.raises(ValueError):
+        mx.grad(f)("hello")  # not an array
+    with pytest.raises(ValueError):
+        mx.grad(lambda x: mx.sum(x, keepdims=True))(mx.ones((2, 2)))  # shape (1, 1) is not a scalar
+    with pytest.raises(ValueError):
+        mx.grad(lambda x: (mx.sum(x), x))(mx.ones(2))  # grad needs one output; value_and_grad takes aux
+    with pytest.raises(ValueError):
+        mx.value_and_grad(f, ())
+    with pytest.raises(ValueError):
+        mx.grad(f, argnums=(0, 0))
+    with pytest.raises(TypeError):
+        mx.value_and_grad(f, (None, None))

@@ -57,6 +57,16 @@ fn unflatten<'py>(py: Python<'py>, t: &Tree, leaves: &mut std::slice::Iter<'_, A
     })
 }
 
+/// Whether a tree holds a leaf that is not an array (empty lists are fine).
+fn has_other(t: &Tree) -> bool {
+    match t {
+        Tree::Array => false,
+        Tree::Other(_) => true,
+        Tree::List(v) | Tree::Tuple(v) => v.iter().any(has_other),
+        Tree::Dict(v) => v.iter().any(|(_, x)| has_other(x)),
+    }
+}
+
 fn count(t: &Tree) -> usize {
     match t {
         Tree::Array => 1,
@@ -114,13 +124,24 @@ impl Args {
             let a = args.get_item(i).map_err(|_| {
                 PyValueError::new_err(format!("can't compute the gradient of argument index {i}: the function was called with {} positional arguments", args.len()))
             })?;
-            traced.push((Slot::Pos(i), flatten(&a, leaves)?));
+            let t = flatten(&a, leaves)?;
+            if has_other(&t) {
+                return Err(PyValueError::new_err(format!(
+                    "can't compute the gradient of argument index {i}: it must be an array or a tree of arrays, got {}",
+                    a.get_type().name()?
+                )));
+            }
+            traced.push((Slot::Pos(i), t));
         }
         for name in argnames {
             let v = kwargs.and_then(|k| k.get_item(name).ok().flatten()).ok_or_else(|| {
                 PyValueError::new_err(format!("can't compute the gradient of keyword argument '{name}': it was not passed"))
             })?;
-            traced.push((Slot::Key(name.clone()), flatten(&v, leaves)?));
+            let t = flatten(&v, leaves)?;
+            if has_other(&t) {
+                return Err(PyValueError::new_err(format!("can't compute the gradient of keyword argument '{name}': it must be an array or a tree of arrays")));
+            }
+            traced.push((Slot::Key(name.clone()), t));
         }
         Ok(Args { args: args.iter().map(Bound::unbind).collect(), kwargs: kwargs.map(|k| k.clone().unbind()), traced })
     }
@@ -155,7 +176,13 @@ impl Args {
                 Slot::Key(k) => kw.set_item(k, g)?,
             }
         }
-        let pos = if single && pos.len() == 1 { pos.remove(0) } else { PyTuple::new(py, pos)?.into_any() };
+        let pos = if single && pos.len() == 1 {
+            pos.remove(0)
+        } else if pos.is_empty() && with_names {
+            py.None().into_bound(py)
+        } else {
+            PyTuple::new(py, pos)?.into_any()
+        };
         if with_names {
             Ok(PyTuple::new(py, [pos, kw.into_any()])?.into_any())
         } else {
@@ -192,13 +219,21 @@ impl GradFunction {
                     let tree = flatten(&out, &mut outs)?;
                     let scalar_first = match &tree {
                         Tree::Array => true,
-                        Tree::List(v) | Tree::Tuple(v) => matches!(v.first(), Some(Tree::Array)),
+                        Tree::List(v) | Tree::Tuple(v) if self.with_value => matches!(v.first(), Some(Tree::Array)),
                         _ => false,
                     };
                     if !scalar_first {
-                        return Err(PyValueError::new_err(
-                            "the function to differentiate must return an array or a tuple whose first element is an array (the scalar to differentiate)",
-                        ));
+                        return Err(PyValueError::new_err(if self.with_value {
+                            "value_and_grad: the function must return a scalar array, or a tuple whose first element is one"
+                        } else {
+                            "grad: the function must return a scalar array (use value_and_grad for auxiliary outputs)"
+                        }));
+                    }
+                    if outs[0].ndim() != 0 {
+                        return Err(PyValueError::new_err(format!(
+                            "the function to differentiate must return a scalar (0-dimensional) array, got shape {:?}",
+                            outs[0].shape()
+                        )));
                     }
                     *out_tree.borrow_mut() = Some(tree);
                     Ok(outs)
@@ -232,6 +267,9 @@ fn argnums_of(argnums: Option<&Bound<'_, PyAny>>, argnames: &Bound<'_, PyAny>) -
         .into_iter()
         .map(|i| usize::try_from(i).map_err(|_| PyValueError::new_err(format!("argnums cannot be negative, got {i}"))))
         .collect::<PyResult<Vec<_>>>()?;
+    if nums.is_empty() && names.is_empty() {
+        return Err(PyValueError::new_err("no argnums or argnames: there is nothing to differentiate with respect to"));
+    }
     let mut sorted = nums.clone();
     sorted.sort_unstable();
     if sorted.windows(2).any(|w| w[0] == w[1]) {
