@@ -335,3 +335,78 @@ def clip_grad_norm(grads: Any, max_norm: float) -> tuple:
     total = mx.sqrt(sum(mx.sum(mx.square(g)) for _, g in tree_flatten(grads)))
     scale = mx.minimum(max_norm / (total + 1e-6), 1.0)
     return tree_map(lambda g: g * scale, grads), total
+
+
+class AdaDelta(Optimizer):
+    """``v = rho v + (1 - rho) g^2``, ``d = sqrt(u + eps) / sqrt(v + eps) g``,
+    ``u = rho u + (1 - rho) d^2``, ``p -= lr d``."""
+
+    def __init__(self, learning_rate: Any, rho: float = 0.9, eps: float = 1e-6) -> None:
+        super().__init__()
+        self._maybe_schedule("learning_rate", learning_rate)
+        if rho < 0.0:
+            raise ValueError(f"AdaDelta rho should be >=0, {rho} was provided instead")
+        if eps < 0.0:
+            raise ValueError(f"AdaDelta epsilon should be >0, {eps} was provided instead")
+        self.rho, self.eps = rho, eps
+
+    def init_single(self, parameter, state):
+        state["v"] = mx.zeros_like(parameter)
+        state["u"] = mx.zeros_like(parameter)
+
+    def apply_single(self, gradient, parameter, state):
+        lr = self.learning_rate.astype(gradient.dtype)
+        v = self.rho * state["v"] + (1 - self.rho) * mx.square(gradient)
+        d = mx.sqrt(state["u"] + self.eps) / mx.sqrt(v + self.eps) * gradient
+        state["u"] = self.rho * state["u"] + (1 - self.rho) * mx.square(d)
+        state["v"] = v
+        return parameter - lr * d
+
+
+class MultiOptimizer(Optimizer):
+    """Several optimizers, each for the parameters its filter accepts
+    (``filter(path, gradient)``); the last optimizer takes the rest."""
+
+    def __init__(self, optimizers: list, filters: list = []) -> None:
+        super().__init__()
+        if len(filters) != len(optimizers) - 1:
+            raise ValueError(f"Given {len(filters)} filters but {len(optimizers) - 1} needed.")
+        self.optimizers, self.filters = optimizers, list(filters) + [lambda *args: True]
+        self._state = {}
+
+    def _split(self, tree: dict) -> list:
+        from weft.utils import tree_flatten, tree_unflatten
+
+        parts = [[] for _ in self.optimizers]
+        for path, g in tree_flatten(tree):
+            for i, f in enumerate(self.filters):
+                if f(path, g):
+                    parts[i].append((path, g))
+                    break
+        return [tree_unflatten(p) if p else {} for p in parts]
+
+    def init(self, parameters: dict) -> None:
+        for o, p in zip(self.optimizers, self._split(parameters)):
+            o.init(p)
+
+    @property
+    def state(self) -> dict:
+        return {"states": [o.state for o in self.optimizers]}
+
+    @state.setter
+    def state(self, value: dict) -> None:
+        for o, s in zip(self.optimizers, value["states"]):
+            o.state = s
+
+    @property
+    def learning_rate(self):
+        return self.optimizers[0].learning_rate
+
+    def apply_gradients(self, gradients: dict, parameters: dict) -> dict:
+        from weft.utils import tree_merge
+
+        out: dict = {}
+        for o, g in zip(self.optimizers, self._split(gradients)):
+            if g:
+                out = tree_merge(out, o.apply_gradients(g, parameters))
+        return out

@@ -8,19 +8,23 @@ from typing import Callable
 import weft.core as mx
 
 
+def _arr(v):
+    return v if isinstance(v, mx.array) else mx.array(v)
+
+
 def exponential_decay(init: float, decay_rate: float) -> Callable:
-    return lambda step: init * decay_rate**step
+    return lambda step: _arr(init * decay_rate**step)
 
 
 def step_decay(init: float, decay_rate: float, step_size: int) -> Callable:
-    return lambda step: init * decay_rate ** (step // step_size)
+    return lambda step: _arr(init * decay_rate ** (step // step_size))
 
 
 def cosine_decay(init: float, decay_steps: int, end: float = 0.0) -> Callable:
     def schedule(step):
         s = mx.minimum(step, decay_steps) if isinstance(step, mx.array) else min(step, decay_steps)
         c = 0.5 * (1.0 + mx.cos(math.pi * s / decay_steps)) if isinstance(s, mx.array) else 0.5 * (1.0 + math.cos(math.pi * s / decay_steps))
-        return end + c * (init - end)
+        return _arr(end + c * (init - end))
 
     return schedule
 
@@ -31,7 +35,7 @@ def linear_schedule(init: float, end: float, steps: int) -> Callable:
 
     def schedule(step):
         s = mx.minimum(step, steps) if isinstance(step, mx.array) else min(step, steps)
-        return s * ((end - init) / steps) + init
+        return _arr(s * ((end - init) / steps) + init)
 
     return schedule
 
@@ -48,6 +52,6 @@ def join_schedules(schedules: list, boundaries: list) -> Callable:
         for boundary, sched in zip(boundaries, schedules[1:]):
             if s >= boundary:
                 out = sched(s - boundary)
-        return out
+        return _arr(out)
 
     return schedule
