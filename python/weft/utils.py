@@ -33,9 +33,17 @@ def tree_map_with_path(fn: Callable, tree: Any, *rest: Any, is_leaf: Callable | 
     return mapped if isinstance(tree, list) else tuple(mapped)
 
 
-def tree_flatten(tree: Any, prefix: str = "", is_leaf: Callable | None = None) -> list[tuple[str, Any]]:
+def tree_flatten(tree: Any, prefix: str = "", is_leaf: Callable | None = None, destination: Any = None) -> Any:
     """The leaves of ``tree`` as ``(dotted path, leaf)`` pairs, depth first:
-    ``tree_flatten([[a], {"b": b}]) == [("0.0", a), ("1.b", b)]``."""
+    ``tree_flatten([[a], {"b": b}]) == [("0.0", a), ("1.b", b)]``; with a
+    ``destination`` (a list or dict), added to it and returned."""
+    if destination is not None:
+        pairs = tree_flatten(tree, prefix, is_leaf)
+        if isinstance(destination, dict):
+            destination.update(pairs)
+        else:
+            destination.extend(pairs)
+        return destination
     if (is_leaf is not None and is_leaf(tree)) or not _is_node(tree):
         return [(prefix[1:], tree)]
     items = tree.items() if isinstance(tree, dict) else enumerate(tree)

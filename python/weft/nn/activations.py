@@ -105,3 +105,11 @@ def prelu(x: mx.array, alpha: mx.array) -> mx.array:
 
 def step(x: mx.array, threshold: float = 0.0) -> mx.array:
     return mx.where(x > threshold, 1, 0)
+
+
+def softmax(x: mx.array, axis: int = -1) -> mx.array:
+    return mx.softmax(x, axis=axis)
+
+
+def softshrink(x: mx.array, lambd: float = 0.5) -> mx.array:
+    return mx.where(mx.abs(x) > lambd, x - mx.sign(x) * lambd, 0)
