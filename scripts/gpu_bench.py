@@ -4,22 +4,13 @@ a synchronize, median of repeated runs after a warm-up).
 
 Run on a machine with a CUDA GPU: python3 scripts/gpu_bench.py
 """
-import statistics
 import threading
 import time
 
 import torch
 
+from benchlib import median, median_time
 
-def timed(warm, reps, f):
-    for _ in range(warm):
-        f()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def data(shape, dtype, seed):
@@ -38,14 +29,14 @@ def bandwidth():
         _ = x + y
         torch.cuda.synchronize()
 
-    t = timed(3, 20, add)
+    t = median_time(20, add, warm=3)
     dst = torch.empty_like(x)
 
     def copy():
         dst.copy_(x)
         torch.cuda.synchronize()
 
-    tc = timed(3, 20, copy)
+    tc = median_time(20, copy, warm=3)
     add_bw = 12 * n / t / 1e9
     copy_bw = 8 * n / tc / 1e9
     print(f"| add 2^28 f32 | {t * 1e3:.3f} ms | {add_bw:.0f} GB/s | d2d copy {copy_bw:.0f} GB/s | {100 * add_bw / copy_bw:.0f}% of copy |")
@@ -59,7 +50,7 @@ def matmul():
             _ = a @ b
             torch.cuda.synchronize()
 
-        t = timed(3, reps, mm)
+        t = median_time(reps, mm, warm=3)
         print(f"| bf16 matmul {n}^3 | {t * 1e3:.3f} ms | {2 * n**3 / t / 1e12:.0f} TFLOP/s | | |")
 
 
@@ -77,7 +68,7 @@ def overhead():
                 torch.cuda.synchronize()
             runs.append(time.perf_counter() - t)
             assert float(y[0]) == n
-        print(f"| 10,000 tiny ops ({dev}, eager) | | run+sync {statistics.median(runs) / n * 1e6:.2f} us/op | | |")
+        print(f"| 10,000 tiny ops ({dev}, eager) | | run+sync {median(runs) / n * 1e6:.2f} us/op | | |")
 
 
 def mlp_loop(stream, w1, w2, iters, lock):

@@ -1,12 +1,11 @@
 //! `weft.core.array`: a lazy array, usable (built on, evaluated, read) from
 //! any Python thread.
 
-use crate::args::{operands, varargs_ints, Axes};
+use crate::args::{operands, over, varargs_ints, Axes};
 use crate::convert::{item, to_array, to_numpy, tolist};
 use crate::device::{on_stream, StreamOrDevice};
 use crate::dtype::PyDtype;
 use crate::errors::{eval_error, OpResult};
-use crate::ops::{expand_dims_of, flatten_of, reduce, Reduction};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -252,23 +251,23 @@ impl PyArray {
 
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
     fn sum(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || reduce(Reduction::Sum, &self.array(), axis, keepdims).map(PyArray::from))
+        on_stream(&stream, || ops::sum(&self.array(), over(axis), keepdims).py().map(PyArray::from))
     }
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
     fn mean(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || reduce(Reduction::Mean, &self.array(), axis, keepdims).map(PyArray::from))
+        on_stream(&stream, || ops::mean(&self.array(), over(axis), keepdims).py().map(PyArray::from))
     }
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
     fn max(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || reduce(Reduction::Max, &self.array(), axis, keepdims).map(PyArray::from))
+        on_stream(&stream, || ops::max(&self.array(), over(axis), keepdims).py().map(PyArray::from))
     }
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
     fn min(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || reduce(Reduction::Min, &self.array(), axis, keepdims).map(PyArray::from))
+        on_stream(&stream, || ops::min(&self.array(), over(axis), keepdims).py().map(PyArray::from))
     }
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
     fn logsumexp(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || crate::ops::logsumexp_of(&self.array(), axis, keepdims).map(PyArray::from))
+        on_stream(&stream, || ops::logsumexp(&self.array(), over(axis), keepdims).py().map(PyArray::from))
     }
     #[pyo3(signature = (axis = None, *, reverse = false, inclusive = true, stream = None))]
     fn cumsum(&self, axis: Option<isize>, reverse: bool, inclusive: bool, stream: Stream) -> PyResult<PyArray> {
@@ -383,18 +382,17 @@ impl PyArray {
 
     #[pyo3(signature = (axis = None, *, stream = None))]
     fn squeeze(&self, axis: Option<Axes>, stream: Stream) -> PyResult<PyArray> {
-        let axes = axis.map(|a| a.to_vec()).unwrap_or_default();
-        on_stream(&stream, || ops::squeeze(&self.array(), &axes).py().map(PyArray::from))
+        on_stream(&stream, || ops::squeeze(&self.array(), over(axis)).py().map(PyArray::from))
     }
 
     #[pyo3(signature = (start_axis = 0, end_axis = -1, *, stream = None))]
     fn flatten(&self, start_axis: isize, end_axis: isize, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || flatten_of(&self.array(), start_axis, end_axis).map(PyArray::from))
+        on_stream(&stream, || ops::flatten(&self.array(), start_axis, end_axis).py().map(PyArray::from))
     }
 
     #[pyo3(signature = (axis, *, stream = None))]
     fn expand_dims(&self, axis: Axes, stream: Stream) -> PyResult<PyArray> {
-        on_stream(&stream, || expand_dims_of(&self.array(), axis).map(PyArray::from))
+        on_stream(&stream, || ops::expand_dims(&self.array(), axis.to_vec()).py().map(PyArray::from))
     }
 
     #[pyo3(signature = (*, stream = None))]

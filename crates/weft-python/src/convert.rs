@@ -186,13 +186,7 @@ fn stack_sequence(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>) -> PyResult<Array
     if parts.iter().any(|p| p.shape() != parts[0].shape()) {
         return Err(PyValueError::new_err("Initialization encountered non-uniform length."));
     }
-    stack(&parts, 0)
-}
-
-/// `arrays` joined along a new axis `axis`.
-pub fn stack(arrays: &[Array], axis: isize) -> PyResult<Array> {
-    let parts = arrays.iter().map(|a| ops::expand_dims(a, axis)).collect::<weft::Result<Vec<_>>>().py()?;
-    ops::concatenate(&parts, axis).py()
+    ops::stack(&parts, 0).py()
 }
 
 /// A NumPy array (or anything `numpy.asarray` accepts) as an array, with

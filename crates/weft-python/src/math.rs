@@ -4,7 +4,7 @@
 //! (`pi`, `e`, `inf`, `nan`, `newaxis`). Each is a thin binding of the op of
 //! the same name in `weft::ops`, with mlx.core's signature.
 
-use crate::args::{operands, Axes};
+use crate::args::{operands, over, Axes};
 use crate::array::PyArray;
 use crate::convert::to_array;
 use crate::device::{on_stream, StreamOrDevice};
@@ -29,40 +29,18 @@ pub fn round(a: &Any<'_>, decimals: i32, stream: Stream) -> PyResult<PyArray> {
     on_stream(&stream, || ops::round(&to_array(a, None)?, decimals).py().map(PyArray::from))
 }
 
-fn axes_arg(axis: Option<Axes>) -> Vec<isize> {
-    axis.map(|a| a.to_vec()).unwrap_or_default()
-}
-
-/// `f` (`ops::all` or `ops::any`) over `axis`; an empty axis list reduces
-/// over nothing, leaving each element's truth value.
-fn truth_reduce(
-    f: fn(&Array, &[isize], bool) -> weft::Result<Array>,
-    a: &Any<'_>,
-    axis: Option<Axes>,
-    keepdims: bool,
-    stream: Stream,
-) -> PyResult<PyArray> {
-    on_stream(&stream, || {
-        let a = to_array(a, None)?;
-        if matches!(&axis, Some(Axes::Many(v)) if v.is_empty()) {
-            return ops::not_equal(&a, &ops::astype(&Array::scalar(0.0), a.dtype()).py()?).py().map(PyArray::from);
-        }
-        f(&a, &axes_arg(axis), keepdims).py().map(PyArray::from)
-    })
-}
-
 /// Whether every element (over `axis`, or all of them) is true.
 #[pyfunction]
 #[pyo3(signature = (a, /, axis = None, keepdims = false, *, stream = None))]
 pub fn all(a: &Any<'_>, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-    truth_reduce(ops::all, a, axis, keepdims, stream)
+    on_stream(&stream, || ops::all(&to_array(a, None)?, over(axis), keepdims).py().map(PyArray::from))
 }
 
 /// Whether any element (over `axis`, or all of them) is true.
 #[pyfunction]
 #[pyo3(signature = (a, /, axis = None, keepdims = false, *, stream = None))]
 pub fn any(a: &Any<'_>, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-    truth_reduce(ops::any, a, axis, keepdims, stream)
+    on_stream(&stream, || ops::any(&to_array(a, None)?, over(axis), keepdims).py().map(PyArray::from))
 }
 
 fn ddof_arg(ddof: isize) -> PyResult<usize> {
@@ -73,14 +51,14 @@ fn ddof_arg(ddof: isize) -> PyResult<usize> {
 #[pyfunction]
 #[pyo3(signature = (a, /, axis = None, keepdims = false, ddof = 0, *, stream = None))]
 pub fn var(a: &Any<'_>, axis: Option<Axes>, keepdims: bool, ddof: isize, stream: Stream) -> PyResult<PyArray> {
-    on_stream(&stream, || ops::var(&to_array(a, None)?, &axes_arg(axis), keepdims, ddof_arg(ddof)?).py().map(PyArray::from))
+    on_stream(&stream, || ops::var(&to_array(a, None)?, over(axis), keepdims, ddof_arg(ddof)?).py().map(PyArray::from))
 }
 
 /// Standard deviation over `axis` (all axes when None).
 #[pyfunction(name = "std")]
 #[pyo3(signature = (a, /, axis = None, keepdims = false, ddof = 0, *, stream = None))]
 pub fn std_dev(a: &Any<'_>, axis: Option<Axes>, keepdims: bool, ddof: isize, stream: Stream) -> PyResult<PyArray> {
-    on_stream(&stream, || ops::std(&to_array(a, None)?, &axes_arg(axis), keepdims, ddof_arg(ddof)?).py().map(PyArray::from))
+    on_stream(&stream, || ops::std(&to_array(a, None)?, over(axis), keepdims, ddof_arg(ddof)?).py().map(PyArray::from))
 }
 
 /// `a` limited to `[a_min, a_max]`; either bound may be None, not both.

@@ -4,9 +4,9 @@
 //! one function here and one line in `register`; unary ops of weft's op
 //! table are bound from the table.
 
-use crate::args::{operands, Axes, Shape};
+use crate::args::{operands, over, Axes, Shape};
 use crate::array::PyArray;
-use crate::convert::{stack as stack_arrays, to_array, Scalar};
+use crate::convert::{to_array, Scalar};
 use crate::device::{on_stream, StreamOrDevice};
 use crate::dtype::PyDtype;
 use crate::errors::OpResult;
@@ -114,43 +114,17 @@ pub fn where_(condition: &Any<'_>, x: &Any<'_>, y: &Any<'_>, stream: Stream) -> 
     })
 }
 
-/// Which reduction `reduce` computes.
-#[derive(Clone, Copy)]
-pub enum Reduction {
-    Sum,
-    Mean,
-    Max,
-    Min,
-}
-
-/// A reduction over `axis` (every axis when `None`).
-pub fn reduce(op: Reduction, a: &Array, axis: Option<Axes>, keepdims: bool) -> PyResult<Array> {
-    let axes = match axis {
-        None => Vec::new(),
-        // An empty list reduces over no axis.
-        Some(Axes::Many(v)) if v.is_empty() => return Ok(a.clone()),
-        Some(ax) => ax.to_vec(),
-    };
-    let f = match op {
-        Reduction::Sum => ops::sum,
-        Reduction::Mean => ops::mean,
-        Reduction::Max => ops::max,
-        Reduction::Min => ops::min,
-    };
-    f(a, &axes, keepdims).py()
-}
-
 macro_rules! reduction {
-    ($($name:ident => $op:ident),* $(,)?) => {$(
+    ($($name:ident),* $(,)?) => {$(
         #[pyfunction]
         #[pyo3(signature = (a, /, axis = None, keepdims = false, *, stream = None))]
         pub fn $name(a: &Any<'_>, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-            on_stream(&stream, || reduce(Reduction::$op, &to_array(a, None)?, axis, keepdims).map(PyArray::from))
+            on_stream(&stream, || ops::$name(&to_array(a, None)?, over(axis), keepdims).py().map(PyArray::from))
         }
     )*};
 }
 
-reduction! { sum => Sum, mean => Mean, max => Max, min => Min }
+reduction! { sum, mean, max, min }
 
 /// Index of the largest element along `axis` (of the flattened array when `None`).
 #[pyfunction]
@@ -199,104 +173,35 @@ fn arrays_of(arrays: &Any<'_>) -> PyResult<Vec<Array>> {
 #[pyfunction]
 #[pyo3(signature = (arrays, axis = Some(0), *, stream = None))]
 pub fn concatenate(arrays: &Any<'_>, axis: Option<isize>, stream: Stream) -> PyResult<PyArray> {
-    on_stream(&stream, || {
-        let mut parts = arrays_of(arrays)?;
-        let axis = match axis {
-            Some(ax) => ax,
-            None => {
-                parts = parts.iter().map(|a| ops::reshape(a, &[-1])).collect::<weft::Result<_>>().py()?;
-                0
-            }
-        };
-        ops::concatenate(&parts, axis).py().map(PyArray::from)
-    })
+    on_stream(&stream, || ops::concatenate(&arrays_of(arrays)?, axis).py().map(PyArray::from))
 }
 
 /// Joins arrays of one shape along a new axis.
 #[pyfunction]
 #[pyo3(signature = (arrays, axis = 0, *, stream = None))]
 pub fn stack(arrays: &Any<'_>, axis: isize, stream: Stream) -> PyResult<PyArray> {
-    on_stream(&stream, || {
-        let parts = arrays_of(arrays)?;
-        if parts.is_empty() {
-            return Err(pyo3::exceptions::PyValueError::new_err("stack needs at least one array"));
-        }
-        if parts.iter().any(|p| p.shape() != parts[0].shape()) {
-            return Err(pyo3::exceptions::PyValueError::new_err("stack: all arrays must have the same shape"));
-        }
-        stack_arrays(&parts, axis).map(PyArray::from)
-    })
+    on_stream(&stream, || ops::stack(&arrays_of(arrays)?, axis).py().map(PyArray::from))
 }
 
 /// `a` with size-1 axes inserted at `axis` (positions in the result).
-pub fn expand_dims_of(a: &Array, axis: Axes) -> PyResult<Array> {
-    let axes = axis.to_vec();
-    let out_ndim = (a.ndim() + axes.len()) as isize;
-    let mut norm = Vec::with_capacity(axes.len());
-    for ax in axes {
-        let n = if ax < 0 { ax + out_ndim } else { ax };
-        if n < 0 || n >= out_ndim {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "expand_dims: axis {ax} is out of range for the result's {out_ndim} dimensions"
-            )));
-        }
-        norm.push(n);
-    }
-    norm.sort_unstable();
-    if norm.windows(2).any(|w| w[0] == w[1]) {
-        return Err(pyo3::exceptions::PyValueError::new_err("expand_dims: repeated axis"));
-    }
-    let mut out = a.clone();
-    for ax in norm {
-        out = ops::expand_dims(&out, ax).py()?;
-    }
-    Ok(out)
-}
-
 #[pyfunction]
 #[pyo3(signature = (a, /, axis, *, stream = None))]
 pub fn expand_dims(a: &Any<'_>, axis: Axes, stream: Stream) -> PyResult<PyArray> {
-    on_stream(&stream, || expand_dims_of(&to_array(a, None)?, axis).map(PyArray::from))
+    on_stream(&stream, || ops::expand_dims(&to_array(a, None)?, axis.to_vec()).py().map(PyArray::from))
 }
 
 /// Removes size-1 axes: those in `axis`, or all of them.
 #[pyfunction]
 #[pyo3(signature = (a, /, axis = None, *, stream = None))]
 pub fn squeeze(a: &Any<'_>, axis: Option<Axes>, stream: Stream) -> PyResult<PyArray> {
-    on_stream(&stream, || {
-        let a = to_array(a, None)?;
-        match axis {
-            Some(Axes::Many(v)) if v.is_empty() => Ok(a.into()),
-            axis => ops::squeeze(&a, &axis.map(|x| x.to_vec()).unwrap_or_default()).py().map(PyArray::from),
-        }
-    })
+    on_stream(&stream, || ops::squeeze(&to_array(a, None)?, over(axis)).py().map(PyArray::from))
 }
 
 /// Axes `start_axis..=end_axis` merged into one.
-pub fn flatten_of(a: &Array, start_axis: isize, end_axis: isize) -> PyResult<Array> {
-    if a.ndim() == 0 {
-        return ops::reshape(a, &[1]).py();
-    }
-    let n = a.ndim() as isize;
-    let norm = |ax: isize| if ax < 0 { ax + n } else { ax };
-    let (s, e) = (norm(start_axis), norm(end_axis));
-    if s < 0 || e >= n || s > e {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "flatten: invalid axes ({start_axis}, {end_axis}) for an array of {n} dimensions"
-        )));
-    }
-    let dims: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
-    let (s, e) = (s as usize, e as usize);
-    let mut shape = dims[..s].to_vec();
-    shape.push(dims[s..=e].iter().product());
-    shape.extend_from_slice(&dims[e + 1..]);
-    ops::reshape(a, &shape).py()
-}
-
 #[pyfunction]
 #[pyo3(signature = (a, /, start_axis = 0, end_axis = -1, *, stream = None))]
 pub fn flatten(a: &Any<'_>, start_axis: isize, end_axis: isize, stream: Stream) -> PyResult<PyArray> {
-    on_stream(&stream, || flatten_of(&to_array(a, None)?, start_axis, end_axis).map(PyArray::from))
+    on_stream(&stream, || ops::flatten(&to_array(a, None)?, start_axis, end_axis).py().map(PyArray::from))
 }
 
 #[pyfunction]
@@ -412,35 +317,6 @@ pub fn eye(n: isize, m: Option<isize>, k: isize, dtype: PyDtype, stream: Stream)
     on_stream(&stream, || ops::eye(n as usize, m as usize, k, dtype.0).py().map(PyArray::from))
 }
 
-/// `a` with `axes` (normalized, distinct) moved to the end and merged into
-/// one: the merged array and the permutation used (None when unchanged).
-fn merge_axes_to_end(a: &Array, axes: &[usize]) -> PyResult<(Array, Vec<isize>)> {
-    let rest: Vec<usize> = (0..a.ndim()).filter(|d| !axes.contains(d)).collect();
-    let perm: Vec<isize> = rest.iter().chain(axes).map(|&d| d as isize).collect();
-    let moved = ops::transpose(a, &perm).py()?;
-    let shape: Vec<isize> = rest.iter().map(|&d| a.shape()[d] as isize).chain([-1]).collect();
-    Ok((ops::reshape(&moved, &shape).py()?, perm))
-}
-
-/// Normalized, distinct axes (all axes when `axis` is None).
-fn axes_of(op: &str, a: &Array, axis: Option<Axes>) -> PyResult<Vec<usize>> {
-    let n = a.ndim() as isize;
-    let raw = match axis {
-        None => (0..n).collect(),
-        Some(ax) => ax.to_vec(),
-    };
-    let mut out = Vec::with_capacity(raw.len());
-    for ax in raw {
-        let a_ = weft::shape::normalize_axis(ax, a.ndim())
-            .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("{op}: {e}")))?;
-        if out.contains(&a_) {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!("{op}: repeated axis {ax}")));
-        }
-        out.push(a_);
-    }
-    Ok(out)
-}
-
 /// `exp(a) / sum(exp(a))` over `axis` (every axis when None), computed
 /// stably. `precise` is accepted for mlx.core compatibility: weft always
 /// accumulates float16/bfloat16 in float32.
@@ -448,49 +324,14 @@ fn axes_of(op: &str, a: &Array, axis: Option<Axes>) -> PyResult<Vec<usize>> {
 #[pyo3(signature = (a, /, axis = None, *, precise = false, stream = None))]
 pub fn softmax(a: &Any<'_>, axis: Option<Axes>, precise: bool, stream: Stream) -> PyResult<PyArray> {
     let _ = precise;
-    on_stream(&stream, || {
-        let a = to_array(a, None)?;
-        let axes = axes_of("softmax", &a, axis)?;
-        if axes.is_empty() && a.ndim() > 0 {
-            // Over no axis: each element alone, exp(x - x) = 1.
-            let x = ops::astype(&a, a.dtype().at_least_float()).py()?;
-            return ops::softmax(&ops::expand_dims(&x, -1).py()?, -1)
-                .and_then(|y| ops::squeeze(&y, &[-1]))
-                .py()
-                .map(PyArray::from);
-        }
-        if let [ax] = axes[..] {
-            return ops::softmax(&a, ax as isize).py().map(PyArray::from);
-        }
-        // Several axes (or a 0-d array): merge them into one last axis.
-        let (merged, perm) = merge_axes_to_end(&a, &axes)?;
-        let y = ops::softmax(&merged, -1).py()?;
-        let moved_shape: Vec<isize> = perm.iter().map(|&d| a.shape()[d as usize] as isize).collect();
-        let y = ops::reshape(&y, &moved_shape).py()?;
-        let mut inverse = vec![0isize; perm.len()];
-        for (i, &p) in perm.iter().enumerate() {
-            inverse[p as usize] = i as isize;
-        }
-        ops::transpose(&y, &inverse).py().map(PyArray::from)
-    })
+    on_stream(&stream, || ops::softmax(&to_array(a, None)?, over(axis)).py().map(PyArray::from))
 }
 
 /// `log(sum(exp(a), axis))`, computed stably.
 #[pyfunction]
 #[pyo3(signature = (a, /, axis = None, keepdims = false, *, stream = None))]
 pub fn logsumexp(a: &Any<'_>, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
-    on_stream(&stream, || logsumexp_of(&to_array(a, None)?, axis, keepdims).map(PyArray::from))
-}
-
-/// `logsumexp` of an array (also the array method).
-pub fn logsumexp_of(a: &Array, axis: Option<Axes>, keepdims: bool) -> PyResult<Array> {
-    let axes = axes_of("logsumexp", a, axis)?;
-    if axes.is_empty() && a.ndim() > 0 {
-        // Over no axis: log(exp(x)) = x.
-        return ops::astype(a, a.dtype().at_least_float()).py();
-    }
-    let axes: Vec<isize> = axes.iter().map(|&d| d as isize).collect();
-    ops::logsumexp(a, &axes, keepdims).py()
+    on_stream(&stream, || ops::logsumexp(&to_array(a, None)?, over(axis), keepdims).py().map(PyArray::from))
 }
 
 /// Running sum along `axis` (of the flattened array when None); `reverse`

@@ -44,6 +44,76 @@ pub fn normalize_axis(axis: isize, ndim: usize) -> Result<usize> {
     Ok(if axis < 0 { (axis + n) as usize } else { axis as usize })
 }
 
+/// The axes an op works over: every axis, or the ones listed (possibly
+/// none: `Axes::These(vec![])` reduces over nothing, as `axis=[]` does in MLX
+/// and NumPy). Reductions, `softmax`, `logsumexp`, `all` and `any` take
+/// `impl Into<Axes>`; [`Axes::normalize`] is the one place negative, out of
+/// range and repeated axes are handled.
+///
+/// ```
+/// use weft::{ops, Array, Axes};
+/// let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+/// assert_eq!(ops::sum(&a, Axes::All, false).unwrap().item::<f32>().unwrap(), 10.0);
+/// assert_eq!(ops::sum(&a, -1, false).unwrap().to_vec::<f32>().unwrap(), [3.0, 7.0]);
+/// assert_eq!(ops::sum(&a, &[0, 1], true).unwrap().shape(), &[1, 1]);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Axes {
+    All,
+    These(Vec<isize>),
+}
+
+impl Axes {
+    /// The axes of an `ndim`-dimensional array, non-negative, sorted and
+    /// distinct; `Error::InvalidArgument` names an axis out of range or repeated.
+    pub fn normalize(&self, ndim: usize) -> Result<Vec<usize>> {
+        let given = match self {
+            Axes::All => return Ok((0..ndim).collect()),
+            Axes::These(given) => given,
+        };
+        let mut out = given.iter().map(|&ax| normalize_axis(ax, ndim)).collect::<Result<Vec<_>>>()?;
+        out.sort_unstable();
+        if out.windows(2).any(|w| w[0] == w[1]) {
+            bail!(InvalidArgument, "repeated axis in {given:?}");
+        }
+        Ok(out)
+    }
+}
+
+impl From<isize> for Axes {
+    fn from(axis: isize) -> Axes {
+        Axes::These(vec![axis])
+    }
+}
+
+impl From<Vec<isize>> for Axes {
+    fn from(axes: Vec<isize>) -> Axes {
+        Axes::These(axes)
+    }
+}
+
+impl From<&[isize]> for Axes {
+    fn from(axes: &[isize]) -> Axes {
+        Axes::These(axes.to_vec())
+    }
+}
+
+impl<const N: usize> From<&[isize; N]> for Axes {
+    /// A literal list of axes. `&[]` does not compile: write `Axes::All` for
+    /// every axis, or `Axes::These(vec![])` for none, so neither is a guess.
+    fn from(axes: &[isize; N]) -> Axes {
+        const { assert!(N > 0, "an empty axis list is ambiguous: use Axes::All or Axes::These(vec![])") };
+        Axes::These(axes.to_vec())
+    }
+}
+
+impl From<Option<Vec<isize>>> for Axes {
+    /// `None` is every axis (MLX's `axis=None`).
+    fn from(axes: Option<Vec<isize>>) -> Axes {
+        axes.map_or(Axes::All, Axes::These)
+    }
+}
+
 /// How an array's elements sit in its buffer: shape, element strides and an
 /// offset.
 ///
@@ -223,6 +293,16 @@ mod tests {
         }
         assert_eq!(row_count(&[]), 1);
         assert_eq!(row_count(&[2, 0]), 0);
+    }
+
+    #[test]
+    fn axes_normalize_once() {
+        assert_eq!(Axes::All.normalize(3).unwrap(), vec![0, 1, 2]);
+        assert_eq!(Axes::from(vec![-1, 0]).normalize(3).unwrap(), vec![0, 2]);
+        assert_eq!(Axes::These(vec![]).normalize(3).unwrap(), Vec::<usize>::new());
+        assert!(matches!(Axes::from(3).normalize(3), Err(crate::Error::InvalidArgument(_))));
+        assert!(matches!(Axes::from(&[1, -2]).normalize(3), Err(crate::Error::InvalidArgument(_))));
+        assert_eq!(Axes::from(None::<Vec<isize>>), Axes::All);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Instant;
-use weft::{ops, Array, Device, Dtype, Stream};
+use weft::{ops, Array, Axes, Device, Dtype, Stream};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -148,7 +148,7 @@ fn mlp_loop(s: Stream, w1: &Array, w2: &Array, iters: usize, lock: Option<&Mutex
         let _g = lock.map(|l| l.lock().unwrap());
         let y = weft::with_stream(s, || {
             let h = ops::tanh(&ops::matmul(&x, w1)?)?;
-            ops::sum(&ops::matmul(&h, w2)?, &[], false)
+            ops::sum(&ops::matmul(&h, w2)?, Axes::All, false)
         })
         .unwrap();
         y.eval().unwrap();

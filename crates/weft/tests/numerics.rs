@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use weft::ops::{self, SliceArg};
-use weft::{Array, Dtype, Error};
+use weft::{Array, Axes, Dtype, Error};
 
 const FLOATS: [Dtype; 4] = [Dtype::F16, Dtype::BF16, Dtype::F32, Dtype::F64];
 
@@ -243,23 +243,28 @@ fn astype_special_values() {
 
 // ---------------------------------------------------------------- reductions
 
-const REDUCE_CASES: [(&[usize], &[isize]); 10] = [
-    (&[2, 3, 4], &[]),
-    (&[2, 3, 4], &[0]),
-    (&[2, 3, 4], &[1]),
-    (&[2, 3, 4], &[-1]),
-    (&[2, 3, 4], &[0, 2]),
-    (&[2, 3, 4], &[2, 1]),
-    (&[5, 7], &[0]),
-    (&[1, 6], &[1]),
-    (&[4], &[0]),
-    (&[], &[]),
+/// Reduction cases: a shape and its axes (`None`: every axis; `Some(&[])`: none).
+const REDUCE_CASES: [(&[usize], Option<&[isize]>); 12] = [
+    (&[2, 3, 4], None),
+    (&[2, 3, 4], Some(&[0])),
+    (&[2, 3, 4], Some(&[1])),
+    (&[2, 3, 4], Some(&[-1])),
+    (&[2, 3, 4], Some(&[0, 2])),
+    (&[2, 3, 4], Some(&[2, 1])),
+    (&[2, 3, 4], Some(&[])),
+    (&[5, 7], Some(&[0])),
+    (&[1, 6], Some(&[1])),
+    (&[4], Some(&[0])),
+    (&[], None),
+    (&[], Some(&[])),
 ];
 
-fn norm_axes(shape: &[usize], axes: &[isize]) -> Vec<usize> {
-    if axes.is_empty() {
-        return (0..shape.len()).collect();
-    }
+fn axes_arg(axes: Option<&[isize]>) -> Axes {
+    axes.map_or(Axes::All, Axes::from)
+}
+
+fn norm_axes(shape: &[usize], axes: Option<&[isize]>) -> Vec<usize> {
+    let Some(axes) = axes else { return (0..shape.len()).collect() };
     axes.iter().map(|&a| if a < 0 { (a + shape.len() as isize) as usize } else { a as usize }).collect()
 }
 
@@ -287,7 +292,7 @@ fn sum_max_min_match_reference() {
                 let out_shape = squeezed(shape, &ax, keepdims);
                 let ctx = format!("{dtype} {shape:?} axes {axes:?} keepdims {keepdims} {view:?}");
 
-                let s = ops::sum(&a, axes, keepdims).unwrap();
+                let s = ops::sum(&a, axes_arg(axes), keepdims).unwrap();
                 let sum_dtype = match dtype {
                     Dtype::Bool => Dtype::I32,
                     Dtype::U8 => Dtype::U32,
@@ -299,17 +304,17 @@ fn sum_max_min_match_reference() {
                 check(&format!("sum {ctx}"), &read(&s), &want.data, tol(sum_dtype), Some(&scale.data));
 
                 for (name, op, f) in [
-                    ("max", ops::max as fn(&Array, &[isize], bool) -> weft::Result<Array>, nan_max as fn(f64, f64) -> f64),
-                    ("min", ops::min, nan_min),
+                    ("max", (|a, ax, k| ops::max(a, ax, k)) as fn(&Array, Axes, bool) -> weft::Result<Array>, nan_max as fn(f64, f64) -> f64),
+                    ("min", |a, ax, k| ops::min(a, ax, k), nan_min),
                 ] {
-                    let m = op(&a, axes, keepdims).unwrap();
+                    let m = op(&a, axes_arg(axes), keepdims).unwrap();
                     assert_eq!((m.dtype(), shape_of(&m)), (dtype, out_shape.clone()), "{name} {ctx}");
                     let init = if name == "max" { f64::NEG_INFINITY } else { f64::INFINITY };
                     check(&format!("{name} {ctx}"), &read(&m), &reduce_ref(&r, &ax, init, f).data, 0.0, None);
                 }
 
                 if dtype != Dtype::Bool {
-                    let m = ops::mean(&a, axes, keepdims).unwrap();
+                    let m = ops::mean(&a, axes_arg(axes), keepdims).unwrap();
                     let md = dtype.at_least_float();
                     assert_eq!((m.dtype(), shape_of(&m)), (md, out_shape.clone()), "mean {ctx}");
                     let n: usize = ax.iter().map(|&d| shape[d]).product();
@@ -328,10 +333,10 @@ fn reductions_of_empty_and_nan() {
     let s = ops::sum(&e, &[1], false).unwrap();
     assert_eq!(shape_of(&s), vec![3]);
     assert_eq!(read(&s), vec![0.0; 3]);
-    assert_eq!(read(&ops::sum(&e, &[], false).unwrap()), vec![0.0]);
+    assert_eq!(read(&ops::sum(&e, Axes::All, false).unwrap()), vec![0.0]);
     assert_eq!(shape_of(&ops::sum(&e, &[0], false).unwrap()), vec![0]);
     let ei = Array::from_vec(Vec::<i64>::new(), &[0]).unwrap();
-    assert_eq!(ops::sum(&ei, &[], false).unwrap().to_vec::<i64>().unwrap(), vec![0]);
+    assert_eq!(ops::sum(&ei, Axes::All, false).unwrap().to_vec::<i64>().unwrap(), vec![0]);
 
     let a = Array::from_slice(&[1.0f32, f32::NAN, 3.0, 4.0, 5.0, f32::NAN], &[2, 3]).unwrap();
     let mx = read(&ops::max(&a, &[1], false).unwrap());
@@ -342,11 +347,11 @@ fn reductions_of_empty_and_nan() {
     // bfloat16 / float16 NaN too, and whole-array reductions.
     for d in [Dtype::F16, Dtype::BF16, Dtype::F64] {
         let b = ops::astype(&a, d).unwrap();
-        assert!(read(&ops::max(&b, &[], false).unwrap())[0].is_nan(), "{d}");
-        assert!(read(&ops::sum(&b, &[], false).unwrap())[0].is_nan(), "{d}");
+        assert!(read(&ops::max(&b, Axes::All, false).unwrap())[0].is_nan(), "{d}");
+        assert!(read(&ops::sum(&b, Axes::All, false).unwrap())[0].is_nan(), "{d}");
     }
     let inf = Array::from_slice(&[f32::NEG_INFINITY, f32::NEG_INFINITY], &[2]).unwrap();
-    assert_eq!(read(&ops::max(&inf, &[], false).unwrap()), vec![f64::NEG_INFINITY]);
+    assert_eq!(read(&ops::max(&inf, Axes::All, false).unwrap()), vec![f64::NEG_INFINITY]);
 }
 
 #[test]
@@ -354,7 +359,7 @@ fn half_sums_accumulate_in_f32() {
     // 4096 ones in float16: a float16 accumulator would stop at 2048.
     for d in [Dtype::F16, Dtype::BF16] {
         let a = array(&vec![1.0; 4096], &[4096], d);
-        assert_eq!(read(&ops::sum(&a, &[], false).unwrap()), vec![4096.0], "{d}");
+        assert_eq!(read(&ops::sum(&a, Axes::All, false).unwrap()), vec![4096.0], "{d}");
         // Also through the column path: sum over the leading axis.
         let b = array(&vec![1.0; 4096 * 3], &[4096, 3], d);
         assert_eq!(read(&ops::sum(&b, &[0], false).unwrap()), vec![4096.0; 3], "{d}");
@@ -388,7 +393,7 @@ fn argmax_argmin_match_reference() {
                     let out = if max { ops::argmax(&a, axis, keepdims) } else { ops::argmin(&a, axis, keepdims) }.unwrap();
                     assert_eq!(out.dtype(), Dtype::U32, "{name} {ctx}");
                     let (r2, ax) = match axis {
-                        Some(ax) => (r.clone(), norm_axes(shape, &[ax])[0]),
+                        Some(ax) => (r.clone(), norm_axes(shape, Some(&[ax]))[0]),
                         None => (Ref::new(&[r.data.len()], r.data.clone()), 0),
                     };
                     let want = arg_ref(&r2, ax, max);
@@ -421,19 +426,19 @@ fn argmax_nan_counts_as_extremum() {
 #[test]
 fn large_reductions_match_reference() {
     let mut rng = Rng::new(9);
-    let cases: [(&[usize], &[isize], View); 11] = [
+    let cases: [(&[usize], Option<&[isize]>, View); 11] = [
         // Many column outputs: split over outputs, chunks cutting across rows.
-        (&[2, 3, 9001], &[1], View::Contiguous),
-        (&[2, 3, 9001], &[0, 1], View::Transposed),
-        (&[300, 257], &[1], View::Contiguous),
-        (&[300, 257], &[0], View::Contiguous),
-        (&[300, 257], &[], View::Transposed),
-        (&[300, 257], &[0], View::Transposed),
-        (&[40000, 3], &[0], View::Contiguous),
-        (&[3, 40000], &[1], View::Strided),
-        (&[40, 50, 30], &[1], View::Contiguous),
-        (&[40, 50, 30], &[0, 2], View::Broadcast),
-        (&[70000], &[], View::Contiguous),
+        (&[2, 3, 9001], Some(&[1]), View::Contiguous),
+        (&[2, 3, 9001], Some(&[0, 1]), View::Transposed),
+        (&[300, 257], Some(&[1]), View::Contiguous),
+        (&[300, 257], Some(&[0]), View::Contiguous),
+        (&[300, 257], None, View::Transposed),
+        (&[300, 257], Some(&[0]), View::Transposed),
+        (&[40000, 3], Some(&[0]), View::Contiguous),
+        (&[3, 40000], Some(&[1]), View::Strided),
+        (&[40, 50, 30], Some(&[1]), View::Contiguous),
+        (&[40, 50, 30], Some(&[0, 2]), View::Broadcast),
+        (&[70000], None, View::Contiguous),
     ];
     for (shape, axes, view) in cases {
         for dtype in [Dtype::F32, Dtype::F16, Dtype::I32, Dtype::F64] {
@@ -447,11 +452,11 @@ fn large_reductions_match_reference() {
             // float32: sequential column sums lose up to ~sqrt(n) roundings
             // (as NumPy's do); exactness is checked by int32 and float64.
             let t = if dtype == Dtype::F32 { 5e-5 } else { tol(dtype) };
-            check(&format!("sum {ctx}"), &read(&ops::sum(&a, axes, false).unwrap()), &want.data, t, Some(&scale.data));
+            check(&format!("sum {ctx}"), &read(&ops::sum(&a, axes_arg(axes), false).unwrap()), &want.data, t, Some(&scale.data));
             let mx = reduce_ref(&r, &ax, f64::NEG_INFINITY, nan_max);
-            check(&format!("max {ctx}"), &read(&ops::max(&a, axes, false).unwrap()), &mx.data, 0.0, None);
+            check(&format!("max {ctx}"), &read(&ops::max(&a, axes_arg(axes), false).unwrap()), &mx.data, 0.0, None);
             let mn = reduce_ref(&r, &ax, f64::INFINITY, nan_min);
-            check(&format!("min {ctx}"), &read(&ops::min(&a, axes, false).unwrap()), &mn.data, 0.0, None);
+            check(&format!("min {ctx}"), &read(&ops::min(&a, axes_arg(axes), false).unwrap()), &mn.data, 0.0, None);
         }
     }
     for (shape, axis, view) in [
@@ -477,7 +482,7 @@ fn large_reductions_match_reference() {
     let v: Vec<i64> = (0..100_000).map(|i| i * 1_000_003 - 7).collect();
     let want: i64 = v.iter().sum();
     let a = Array::from_vec(v, &[100_000]).unwrap();
-    assert_eq!(ops::sum(&a, &[], false).unwrap().item::<i64>().unwrap(), want);
+    assert_eq!(ops::sum(&a, Axes::All, false).unwrap().item::<i64>().unwrap(), want);
 }
 
 // ---------------------------------------------------------------- matmul
@@ -667,7 +672,7 @@ fn concatenate_expand_squeeze_match_reference() {
         assert_eq!(read(&e), r.data);
     }
     let b = ops::reshape(&a, &[1, 2, 1, 3, 1]).unwrap();
-    assert_eq!(shape_of(&ops::squeeze(&b, &[]).unwrap()), vec![2, 3]);
+    assert_eq!(shape_of(&ops::squeeze(&b, Axes::All).unwrap()), vec![2, 3]);
     assert_eq!(shape_of(&ops::squeeze(&b, &[0, -1]).unwrap()), vec![2, 1, 3]);
     assert_eq!(read(&ops::squeeze(&b, &[2]).unwrap()), r.data);
 }
@@ -680,7 +685,7 @@ fn creation_ops() {
         assert_eq!((z.dtype(), shape_of(&z), read(&z)), (dtype, vec![2, 3], vec![0.0; 6]));
         assert_eq!((o.dtype(), read(&o)), (dtype, vec![1.0; 4]));
         // A view of one scalar still computes as a full array.
-        let s = ops::sum(&o, &[], false).unwrap();
+        let s = ops::sum(&o, Axes::All, false).unwrap();
         assert_eq!(read(&s), vec![4.0]);
         let e = ops::eye(3, 4, 1, dtype).unwrap();
         let want = Ref::from_fn(&[3, 4], |i| (i[1] as isize - i[0] as isize == 1) as u8 as f64);

@@ -7,7 +7,7 @@ use common::*;
 use common::Rng;
 use proptest::prelude::*;
 use weft::ops::{self, SliceArg};
-use weft::{Array, Dtype};
+use weft::{Array, Axes, Dtype, Error};
 
 fn config() -> ProptestConfig {
     ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() }
@@ -76,7 +76,12 @@ proptest! {
         let axes: Vec<usize> = (0..sh.len()).filter(|d| mask >> d & 1 == 1).collect();
         // Negative axes too, and in any order.
         let given: Vec<isize> = axes.iter().rev().map(|&d| if seed % 2 == 0 { d as isize } else { d as isize - sh.len() as isize }).collect();
-        let all = if axes.is_empty() { (0..sh.len()).collect() } else { axes.clone() };
+        // No axes selected: every axis (`Axes::All`) or none (`Axes::These([])`).
+        let (given, all): (Axes, Vec<usize>) = match (axes.is_empty(), seed % 3) {
+            (true, 0) => (Axes::These(vec![]), vec![]),
+            (true, _) => (Axes::All, (0..sh.len()).collect()),
+            (false, _) => (Axes::These(given), axes.clone()),
+        };
         let empty = all.iter().any(|&d| sh[d] == 0);
         let out_shape: Vec<usize> = sh.iter().enumerate()
             .filter_map(|(d, &n)| if all.contains(&d) { keepdims.then_some(1) } else { Some(n) }).collect();
@@ -84,13 +89,13 @@ proptest! {
         match op {
             0 | 3 => {
                 let (out, want, scale) = if op == 0 {
-                    (ops::sum(&a, &given, keepdims).unwrap(),
+                    (ops::sum(&a, given.clone(), keepdims).unwrap(),
                      reduce_ref(&r, &all, 0.0, |x, y| x + y),
                      reduce_ref(&r, &all, 0.0, |x, y| x + y.abs()))
                 } else {
                     if empty { return Ok(()); }
                     let n: usize = all.iter().map(|&d| sh[d]).product();
-                    (ops::mean(&a, &given, keepdims).unwrap(),
+                    (ops::mean(&a, given.clone(), keepdims).unwrap(),
                      reduce_ref(&r, &all, 0.0, |x, y| x + y).map(|x| x / n as f64),
                      reduce_ref(&r, &all, 0.0, |x, y| x + y.abs()).map(|x| x / n as f64))
                 };
@@ -99,13 +104,14 @@ proptest! {
             }
             _ => {
                 if empty {
-                    prop_assert!(ops::max(&a, &given, keepdims).is_err());
+                    let res = ops::max(&a, given.clone(), keepdims);
+    prop_assert!(matches!(res, Err(Error::Shape(_))), "{res:?}");
                     return Ok(());
                 }
                 let (out, want) = if op == 1 {
-                    (ops::max(&a, &given, keepdims).unwrap(), reduce_ref(&r, &all, f64::NEG_INFINITY, nan_max))
+                    (ops::max(&a, given.clone(), keepdims).unwrap(), reduce_ref(&r, &all, f64::NEG_INFINITY, nan_max))
                 } else {
-                    (ops::min(&a, &given, keepdims).unwrap(), reduce_ref(&r, &all, f64::INFINITY, nan_min))
+                    (ops::min(&a, given.clone(), keepdims).unwrap(), reduce_ref(&r, &all, f64::INFINITY, nan_min))
                 };
                 prop_assert_eq!(out.shape(), &out_shape[..], "{}", ctx);
                 check(&ctx, &read(&out), &want.data, 0.0, None);

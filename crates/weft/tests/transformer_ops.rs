@@ -4,7 +4,7 @@
 use half::{bf16, f16};
 use weft::ops::fast::{self, Mask};
 use weft::ops::{self, SliceArg};
-use weft::{Array, Dtype};
+use weft::{Array, Dtype, Error};
 
 mod common;
 use common::erf_ref;
@@ -70,7 +70,8 @@ fn take_gathers_along_an_axis() {
     let bad = ops::take(&a, &Array::from_slice(&[5i64], &[1]).unwrap(), Some(1)).unwrap();
     let e = bad.eval().unwrap_err();
     assert!(e.to_string().contains("out of bounds"), "{e}");
-    assert!(ops::take(&a, &f32_array(&[0.0], &[1]), Some(0)).is_err());
+    let res = ops::take(&a, &f32_array(&[0.0], &[1]), Some(0));
+    assert!(matches!(res, Err(Error::Dtype(_))), "{res:?}");
 }
 
 #[test]
@@ -126,7 +127,8 @@ fn slice_update_replaces_a_region() {
         }
     }
     assert_close(&out.to_f64_vec().unwrap(), &want, 0.0, "slice_update negative step");
-    assert!(ops::slice_update(&a, &f32_array(&[1.0, 2.0], &[2]), &[SliceArg::range(0, 1)]).is_err());
+    let res = ops::slice_update(&a, &f32_array(&[1.0, 2.0], &[2]), &[SliceArg::range(0, 1)]);
+    assert!(matches!(res, Err(Error::Shape(_))), "{res:?}");
 }
 
 fn softmax_ref(x: &[f64], shape: &[usize], axis: usize) -> Vec<f64> {
@@ -265,7 +267,8 @@ fn sort_argsort_topk() {
         row.sort_by(|a, b| a.total_cmp(b));
         assert_close(&got[r * 3..r * 3 + 3], &row[7..], 0.0, "topk");
     }
-    assert!(ops::topk(&a, 10, Some(1)).is_err());
+    let res = ops::topk(&a, 10, Some(1));
+    assert!(matches!(res, Err(Error::InvalidArgument(_))), "{res:?}");
 }
 
 
@@ -353,7 +356,8 @@ fn norms_match_float64() {
         })
         .collect();
     assert_close(&got(tr), &want, 2e-6, "rms_norm strided");
-    assert!(fast::layer_norm(&xa, Some(&f32_array(&w[..5], &[5])), None, 1e-5).is_err());
+    let res = fast::layer_norm(&xa, Some(&f32_array(&w[..5], &[5])), None, 1e-5);
+    assert!(matches!(res, Err(Error::Shape(_))), "{res:?}");
 }
 
 fn rope_ref(x: &[f64], shape: &[usize], dims: usize, traditional: bool, base: f64, scale: f64, offset: usize) -> Vec<f64> {
@@ -382,8 +386,10 @@ fn rope_matches_float64() {
         let want = rope_ref(&x, &shape, dims, traditional, 10000.0, scale, offset);
         assert_close(&got.to_f64_vec().unwrap(), &want, 2e-6, &format!("rope dims={dims} traditional={traditional}"));
     }
-    assert!(fast::rope(&a, 7, false, 10000.0, 1.0, 0).is_err());
-    assert!(fast::rope(&a, 18, false, 10000.0, 1.0, 0).is_err());
+    let res = fast::rope(&a, 7, false, 10000.0, 1.0, 0);
+    assert!(matches!(res, Err(Error::InvalidArgument(_))), "{res:?}");
+    let res = fast::rope(&a, 18, false, 10000.0, 1.0, 0);
+    assert!(matches!(res, Err(Error::InvalidArgument(_))), "{res:?}");
 }
 
 /// Naive attention in float64: full score matrix, full softmax.
@@ -477,5 +483,5 @@ fn attention_matches_float64() {
         0.5,
         None,
     );
-    assert!(e.is_err());
+    assert!(matches!(e, Err(Error::Shape(_))), "{e:?}");
 }

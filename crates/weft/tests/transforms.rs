@@ -91,7 +91,7 @@ fn check_vmap(name: &str, f: &Fun, xs: &[(Vec<f64>, Vec<usize>)], rng: &mut Rng)
                 axes.push(None);
             } else {
                 let rows: Vec<Array> = examples.iter().map(|e| ops::expand_dims(&e[i], 0).unwrap()).collect();
-                batched.push(ops::concatenate(&rows, 0).unwrap());
+                batched.push(ops::concatenate(&rows, 0isize).unwrap());
                 axes.push(Some(0));
             }
         }
@@ -193,7 +193,7 @@ fn cases() -> Vec<(&'static str, Fun, Vec<Vec<usize>>)> {
         c(Arc::new(move |x| ops::where_(&keep, &x[0], &x[1])), "where", &[&[2, 3], &[3]]),
         c(Arc::new(|x| ops::astype(&ops::multiply(&ops::astype(&x[0], Dtype::F32)?, &x[0])?, Dtype::F64)), "astype", &[&[2, 3]]),
         c(Arc::new(|x| ops::sum(&x[0], &[1], false)), "sum", &[&[2, 3]]),
-        c(Arc::new(|x| ops::mean(&x[0], &[], true)), "mean", &[&[2, 3]]),
+        c(Arc::new(|x| ops::mean(&x[0], weft::Axes::All, true)), "mean", &[&[2, 3]]),
         c(Arc::new(|x| ops::max(&x[0], &[0], false)), "max", &[&[2, 3]]),
         c(Arc::new(|x| ops::min(&x[0], &[1], true)), "min", &[&[2, 3]]),
         c(Arc::new(|x| ops::multiply(&x[0], &ops::astype(&ops::argmax(&x[0], Some(1), true)?, Dtype::F64)?)), "argmax", &[&[2, 3]]),
@@ -203,7 +203,7 @@ fn cases() -> Vec<(&'static str, Fun, Vec<Vec<usize>>)> {
         c(Arc::new(|x| ops::transpose(&x[0], &[1, 2, 0])), "transpose", &[&[2, 3, 2]]),
         c(Arc::new(|x| ops::broadcast_to(&x[0], &[2, 2, 3])), "broadcast_to", &[&[1, 3]]),
         c(Arc::new(|x| ops::slice(&x[0], &[SliceArg::new(None, None, -1), SliceArg::new(Some(0), None, 2)])), "slice", &[&[2, 5]]),
-        c(Arc::new(|x| ops::concatenate(&[x[0].clone(), x[1].clone()], 1)), "concatenate", &[&[2, 3], &[2, 1]]),
+        c(Arc::new(|x| ops::concatenate(&[x[0].clone(), x[1].clone()], 1isize)), "concatenate", &[&[2, 3], &[2, 1]]),
         c(Arc::new(move |x| ops::take(&x[0], &idx, Some(0))), "take", &[&[3, 2]]),
         c(Arc::new(move |x| ops::take_along_axis(&x[0], &idx2, Some(0))), "take_along_axis", &[&[3, 3]]),
         c(Arc::new(|x| ops::slice_update(&x[0], &x[1], &[SliceArg::ALL, SliceArg::range(1, 3)])), "slice_update", &[&[2, 4], &[2, 1]]),
@@ -236,7 +236,7 @@ fn every_other_primitive_has_a_derivative_and_a_batching_rule() {
 }
 
 fn sin_x_times_x(x: &[Array]) -> Result<Vec<Array>> {
-    Ok(vec![ops::sum(&ops::multiply(&ops::sin(&x[0])?, &x[0])?, &[], false)?])
+    Ok(vec![ops::sum(&ops::multiply(&ops::sin(&x[0])?, &x[0])?, weft::Axes::All, false)?])
 }
 
 #[test]
@@ -245,7 +245,7 @@ fn second_derivatives_and_composed_transforms() {
     let x = arr(&xs, &[3]);
     // d/dx (x sin x) = sin x + x cos x; d2 = 2 cos x - x sin x.
     let d2 = transforms::grad(
-        |x| Ok(vec![ops::sum(&transforms::grad(sin_x_times_x, x, &[0])?[0], &[], false)?]),
+        |x| Ok(vec![ops::sum(&transforms::grad(sin_x_times_x, x, &[0])?[0], weft::Axes::All, false)?]),
         std::slice::from_ref(&x),
         &[0],
     )
@@ -260,7 +260,7 @@ fn second_derivatives_and_composed_transforms() {
     let g = transforms::grad(
         |x| {
             let y = transforms::vmap(sin_x_times_x, x, &[Some(0)], &[0])?;
-            Ok(vec![ops::sum(&y[0], &[], false)?])
+            Ok(vec![ops::sum(&y[0], weft::Axes::All, false)?])
         },
         std::slice::from_ref(&rows),
         &[0],
@@ -277,7 +277,7 @@ fn second_derivatives_and_composed_transforms() {
 fn value_and_grad_argnums_and_auxiliary_outputs() {
     let (a, b) = (arr(&[1.0, 2.0], &[2]), arr(&[3.0, 4.0], &[2]));
     let (vals, grads) = transforms::value_and_grad(
-        |x| Ok(vec![ops::sum(&ops::multiply(&x[0], &x[1])?, &[], false)?, ops::add(&x[0], &x[1])?]),
+        |x| Ok(vec![ops::sum(&ops::multiply(&x[0], &x[1])?, weft::Axes::All, false)?, ops::add(&x[0], &x[1])?]),
         &[a.clone(), b.clone()],
         &[1, 0],
     )
@@ -287,7 +287,7 @@ fn value_and_grad_argnums_and_auxiliary_outputs() {
     assert_eq!(read(&grads[0]), vec![1.0, 2.0], "argnums order: d/db first");
     assert_eq!(read(&grads[1]), vec![3.0, 4.0]);
     // An input the output does not depend on gets zeros.
-    let g = transforms::grad(|x| Ok(vec![ops::sum(&x[0], &[], false)?]), &[a.clone(), b], &[1]).unwrap();
+    let g = transforms::grad(|x| Ok(vec![ops::sum(&x[0], weft::Axes::All, false)?]), &[a.clone(), b], &[1]).unwrap();
     assert_eq!(read(&g[0]), vec![0.0, 0.0]);
 }
 
@@ -296,7 +296,7 @@ fn transforms_reject_bad_arguments_with_named_errors() {
     let x = arr(&[1.0, 2.0], &[2]);
     let r = transforms::grad(|x| Ok(vec![ops::exp(&x[0])?]), std::slice::from_ref(&x), &[0]);
     assert!(matches!(r, Err(Error::Shape(_))), "grad of a non-scalar: {r:?}");
-    let r = transforms::grad(|x| Ok(vec![ops::sum(&x[0], &[], false)?]), std::slice::from_ref(&x), &[3]);
+    let r = transforms::grad(|x| Ok(vec![ops::sum(&x[0], weft::Axes::All, false)?]), std::slice::from_ref(&x), &[3]);
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "argnum out of range: {r:?}");
     let r = transforms::vjp(|x| Ok(vec![ops::exp(&x[0])?]), std::slice::from_ref(&x), &[arr(&[1.0], &[1])]);
     assert!(matches!(r, Err(Error::Shape(_))), "cotangent of the wrong shape: {r:?}");
@@ -316,7 +316,7 @@ fn stop_gradient_custom_vjp_and_checkpoint() {
     let x = arr(&[0.5, -1.0, 2.0], &[3]);
     // d/dx sum(x * stop_gradient(x)) = stop_gradient(x) = x (not 2x).
     let g = transforms::grad(
-        |x| Ok(vec![ops::sum(&ops::multiply(&x[0], &transforms::stop_gradient(&x[0]))?, &[], false)?]),
+        |x| Ok(vec![ops::sum(&ops::multiply(&x[0], &transforms::stop_gradient(&x[0]))?, weft::Axes::All, false)?]),
         std::slice::from_ref(&x),
         &[0],
     )
@@ -330,7 +330,7 @@ fn stop_gradient_custom_vjp_and_checkpoint() {
     let g = transforms::grad(
         |x| {
             let y = transforms::custom_vjp(|x| Ok(vec![ops::multiply(&x[0], &x[0])?]), rule.clone(), x)?;
-            Ok(vec![ops::sum(&y[0], &[], false)?])
+            Ok(vec![ops::sum(&y[0], weft::Axes::All, false)?])
         },
         std::slice::from_ref(&x),
         &[0],
@@ -345,7 +345,7 @@ fn stop_gradient_custom_vjp_and_checkpoint() {
     close("checkpoint grad", &read(&ck.1[0]), &read(&plain.1[0]), 1e-15);
     // vmap through a custom function batches its forward computation.
     let rows = arr(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
-    let y = transforms::vmap(|x| transforms::custom_vjp(|x| Ok(vec![ops::sum(&x[0], &[], false)?]), rule.clone(), x), &[rows], &[Some(0)], &[0]).unwrap();
+    let y = transforms::vmap(|x| transforms::custom_vjp(|x| Ok(vec![ops::sum(&x[0], weft::Axes::All, false)?]), rule.clone(), x), &[rows], &[Some(0)], &[0]).unwrap();
     assert_eq!(read(&y[0]), vec![3.0, 7.0]);
 }
 
@@ -356,7 +356,7 @@ fn evaluating_inside_a_traced_function_keeps_the_trace() {
         |x| {
             let y = ops::multiply(&x[0], &x[0])?;
             y.eval()?; // the scheduler detaches its graph; the tape stays
-            let s = ops::sum(&ops::exp(&y)?, &[], false)?;
+            let s = ops::sum(&ops::exp(&y)?, weft::Axes::All, false)?;
             assert!(s.item::<f64>()? > 0.0);
             Ok(vec![s])
         },
@@ -372,12 +372,12 @@ fn evaluating_inside_a_traced_function_keeps_the_trace() {
 fn step(w: &Array, b: &Array, data: &Array) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
     let loss = |p: &[Array], d: &Array| -> Result<Vec<Array>> {
         let h = ops::tanh(&ops::add(&ops::matmul(d, &p[0])?, &p[1])?)?;
-        Ok(vec![ops::mean(&ops::multiply(&h, &h)?, &[], false)?])
+        Ok(vec![ops::mean(&ops::multiply(&h, &h)?, weft::Axes::All, false)?])
     };
     let d = data.clone();
     let (v, g) = transforms::value_and_grad(|p| loss(p, &d), &[w.clone(), b.clone()], &[0, 1]).unwrap();
     let w2 = w.clone();
-    let per = transforms::vmap(move |x| Ok(vec![ops::sum(&ops::matmul(&x[0], &w2)?, &[], false)?]), &[data.clone()], &[Some(0)], &[0]).unwrap();
+    let per = transforms::vmap(move |x| Ok(vec![ops::sum(&ops::matmul(&x[0], &w2)?, weft::Axes::All, false)?]), &[data.clone()], &[Some(0)], &[0]).unwrap();
     (read(&v[0]), read(&g[0]), read(&g[1]), read(&per[0]))
 }
 
@@ -428,7 +428,7 @@ fn a_compiled_trace_replays_on_new_inputs_from_any_thread() {
     assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 1, "replays do not call the function");
     // Gradients flow through a replay.
     let g = transforms::grad(
-        |x| Ok(vec![ops::sum(&c.call(&[x[0].clone(), arr(&[1.0, 1.0], &[2])])?[0], &[], false)?]),
+        |x| Ok(vec![ops::sum(&c.call(&[x[0].clone(), arr(&[1.0, 1.0], &[2])])?[0], weft::Axes::All, false)?]),
         &[arr(&[0.0, 1.0], &[2])],
         &[0],
     )

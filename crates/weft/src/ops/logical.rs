@@ -8,6 +8,7 @@
 use super::{abs, add, astype, equal, full, greater, less, less_equal, multiply, not_equal, subtract, sum, where_};
 use super::creation::scalar;
 use crate::dtype::Dtype;
+use crate::shape::Axes;
 use crate::{Array, Result};
 
 /// `a` as bool: nonzero (and NaN) is true.
@@ -58,16 +59,16 @@ pub fn isfinite(a: &Array) -> Result<Array> {
     less(&abs(a)?, &scalar(f64::INFINITY, a.dtype())?)
 }
 
-/// Whether every element over `axes` (all axes when empty) is true; true for
+/// Whether every element over `axes` (`Axes::All`: every axis) is true; true for
 /// an empty array.
-pub fn all(a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
+pub fn all(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
     let falses = sum(&astype(&logical_not(a)?, Dtype::I64)?, axes, keepdims)?;
     equal(&falses, &scalar(0.0, Dtype::I64)?)
 }
 
-/// Whether any element over `axes` (all axes when empty) is true; false for
+/// Whether any element over `axes` (`Axes::All`: every axis) is true; false for
 /// an empty array.
-pub fn any(a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
+pub fn any(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
     let trues = sum(&astype(&truth(a)?, Dtype::I64)?, axes, keepdims)?;
     greater(&trues, &scalar(0.0, Dtype::I64)?)
 }
@@ -88,7 +89,7 @@ pub fn isclose(a: &Array, b: &Array, rtol: f64, atol: f64, equal_nan: bool) -> R
 
 /// Whether every element of `a` is close to `b` (see [`isclose`]); a bool scalar.
 pub fn allclose(a: &Array, b: &Array, rtol: f64, atol: f64, equal_nan: bool) -> Result<Array> {
-    all(&isclose(a, b, rtol, atol, equal_nan)?, &[], false)
+    all(&isclose(a, b, rtol, atol, equal_nan)?, Axes::All, false)
 }
 
 /// Whether `a` and `b` have the same shape and equal elements (of any
@@ -101,5 +102,5 @@ pub fn array_equal(a: &Array, b: &Array, equal_nan: bool) -> Result<Array> {
     if equal_nan {
         eq = logical_or(&eq, &logical_and(&isnan(a)?, &isnan(b)?)?)?;
     }
-    all(&eq, &[], false)
+    all(&eq, Axes::All, false)
 }

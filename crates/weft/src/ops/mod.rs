@@ -8,12 +8,12 @@ pub mod fast;
 mod indexing;
 mod logical;
 mod matmul;
-mod normalize;
 mod overload;
 pub mod random;
 mod reduce;
 mod scan;
 mod shape;
+mod softmax;
 mod sort;
 
 pub use creation::{arange, eye, full, linspace, ones, tri, tril, triu, zeros};
@@ -22,11 +22,11 @@ pub use matmul::matmul;
 pub use reduce::{argmax, argmin, max, mean, min, std, sum, var};
 pub use logical::{all, allclose, any, array_equal, isclose, isfinite, isinf, isnan, logical_and, logical_not, logical_or};
 pub use indexing::{slice_update, take, take_along_axis};
-pub use normalize::{logsumexp, softmax};
+pub use softmax::{logsumexp, softmax};
 pub use scan::cumsum;
 pub use sort::{argsort, sort, topk};
 pub use shape::{
-    broadcast_to, concatenate, expand_dims, flip, moveaxis, pad, repeat, reshape, slice, split, squeeze, swapaxes, tile,
+    broadcast_to, concatenate, expand_dims, flatten, flip, moveaxis, pad, repeat, reshape, slice, split, squeeze, stack, swapaxes, tile,
     transpose, PadMode, SliceArg,
 };
 

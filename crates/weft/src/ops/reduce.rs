@@ -4,21 +4,8 @@ use super::creation::scalar;
 use super::{astype, multiply, reshape, sqrt, subtract};
 use crate::dtype::Dtype;
 use crate::primitive::{ArgReduceOp, Primitive, ReduceOp};
-use crate::shape::normalize_axis;
+use crate::shape::{normalize_axis, Axes};
 use crate::{bail, Array, Result};
-
-/// Sorted, unique, non-negative axes; an empty list means every axis.
-fn axes_of(a: &Array, axes: &[isize]) -> Result<Vec<usize>> {
-    if axes.is_empty() {
-        return Ok((0..a.ndim()).collect());
-    }
-    let mut out = axes.iter().map(|&ax| normalize_axis(ax, a.ndim())).collect::<Result<Vec<_>>>()?;
-    out.sort_unstable();
-    if out.windows(2).any(|w| w[0] == w[1]) {
-        bail!(InvalidArgument, "duplicate axes in {axes:?}");
-    }
-    Ok(out)
-}
 
 fn squeeze_axes(out: Array, axes: &[usize], keepdims: bool) -> Result<Array> {
     if keepdims {
@@ -34,8 +21,8 @@ fn squeeze_axes(out: Array, axes: &[usize], keepdims: bool) -> Result<Array> {
     reshape(&out, &shape)
 }
 
-fn reduce(op: ReduceOp, a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
-    let axes = axes_of(a, axes)?;
+fn reduce(op: ReduceOp, a: &Array, axes: Axes, keepdims: bool) -> Result<Array> {
+    let axes = axes.normalize(a.ndim())?;
     if op != ReduceOp::Sum && axes.iter().any(|&ax| a.shape()[ax] == 0) {
         bail!(Shape, "cannot {op:?}-reduce an axis of size 0 (shape {:?})", a.shape());
     }
@@ -45,6 +32,9 @@ fn reduce(op: ReduceOp, a: &Array, axes: &[isize], keepdims: bool) -> Result<Arr
         (_, d) => d,
     };
     let a = astype(a, dtype)?;
+    if axes.is_empty() {
+        return Ok(a);
+    }
     let mut shape = a.shape().to_vec();
     for &ax in &axes {
         shape[ax] = 1;
@@ -53,38 +43,40 @@ fn reduce(op: ReduceOp, a: &Array, axes: &[isize], keepdims: bool) -> Result<Arr
     squeeze_axes(out, &axes, keepdims)
 }
 
-/// Sum over `axes` (all of them when empty). Bools sum to int32, uint8 to uint32.
-pub fn sum(a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
-    reduce(ReduceOp::Sum, a, axes, keepdims)
+/// Sum over `axes` (`Axes::All`: every axis). Bools sum to int32, uint8 to uint32.
+pub fn sum(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
+    reduce(ReduceOp::Sum, a, axes.into(), keepdims)
 }
 
-/// Maximum over `axes` (all of them when empty).
-pub fn max(a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
-    reduce(ReduceOp::Max, a, axes, keepdims)
+/// Maximum over `axes` (`Axes::All`: every axis).
+pub fn max(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
+    reduce(ReduceOp::Max, a, axes.into(), keepdims)
 }
 
-/// Minimum over `axes` (all of them when empty).
-pub fn min(a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
-    reduce(ReduceOp::Min, a, axes, keepdims)
+/// Minimum over `axes` (`Axes::All`: every axis).
+pub fn min(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
+    reduce(ReduceOp::Min, a, axes.into(), keepdims)
 }
 
-/// Mean over `axes` (all of them when empty); integers give float32.
-pub fn mean(a: &Array, axes: &[isize], keepdims: bool) -> Result<Array> {
+/// Mean over `axes` (`Axes::All`: every axis); integers give float32.
+pub fn mean(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
     let dtype = a.dtype().at_least_float();
-    let ax = axes_of(a, axes)?;
+    let axes = axes.into();
+    let ax = axes.normalize(a.ndim())?;
     let n: usize = ax.iter().map(|&i| a.shape()[i]).product();
     let s = sum(&astype(a, dtype)?, axes, keepdims)?;
     multiply(&s, &scalar(1.0 / n as f64, dtype)?)
 }
 
-/// Variance over `axes` (all of them when empty), dividing by `n - ddof`;
+/// Variance over `axes` (`Axes::All`: every axis), dividing by `n - ddof`;
 /// integers give float32.
-pub fn var(a: &Array, axes: &[isize], keepdims: bool, ddof: usize) -> Result<Array> {
+pub fn var(a: &Array, axes: impl Into<Axes>, keepdims: bool, ddof: usize) -> Result<Array> {
     let dtype = a.dtype().at_least_float();
     let a = astype(a, dtype)?;
-    let ax = axes_of(&a, axes)?;
+    let axes = axes.into();
+    let ax = axes.normalize(a.ndim())?;
     let n: usize = ax.iter().map(|&i| a.shape()[i]).product();
-    let centered = subtract(&a, &mean(&a, axes, true)?)?;
+    let centered = subtract(&a, &mean(&a, axes.clone(), true)?)?;
     let ss = sum(&multiply(&centered, &centered)?, axes, keepdims)?;
     // As NumPy: n <= ddof gives inf or NaN, not an error.
     let denom = n as f64 - ddof as f64;
@@ -93,7 +85,7 @@ pub fn var(a: &Array, axes: &[isize], keepdims: bool, ddof: usize) -> Result<Arr
 }
 
 /// Standard deviation: `sqrt(var(a, axes, keepdims, ddof))`.
-pub fn std(a: &Array, axes: &[isize], keepdims: bool, ddof: usize) -> Result<Array> {
+pub fn std(a: &Array, axes: impl Into<Axes>, keepdims: bool, ddof: usize) -> Result<Array> {
     sqrt(&var(a, axes, keepdims, ddof)?)
 }
 

@@ -4,7 +4,7 @@
 use super::astype;
 use crate::dtype::Dtype;
 use crate::primitive::Primitive;
-use crate::shape::{broadcast_shapes, normalize_axis, numel};
+use crate::shape::{broadcast_shapes, normalize_axis, numel, Axes};
 use crate::{bail, Array, Result};
 
 /// Same elements in a new shape; one dimension may be `-1` (inferred).
@@ -141,8 +141,13 @@ pub fn slice(a: &Array, args: &[SliceArg]) -> Result<Array> {
     Ok(Array::from_op(Primitive::Slice { start, step }, vec![a.clone()], shape, a.dtype()))
 }
 
-/// Joins arrays along `axis`; dtypes are promoted to a common one.
-pub fn concatenate(arrays: &[Array], axis: isize) -> Result<Array> {
+/// Joins arrays along `axis` (`None`: the arrays flattened first, as
+/// `mlx.core.concatenate(axis=None)`); dtypes are promoted to a common one.
+pub fn concatenate(arrays: &[Array], axis: impl Into<Option<isize>>) -> Result<Array> {
+    let Some(axis) = axis.into() else {
+        let flat = arrays.iter().map(|a| reshape(a, &[-1])).collect::<Result<Vec<_>>>()?;
+        return concatenate(&flat, 0);
+    };
     let Some(first) = arrays.first() else {
         bail!(InvalidArgument, "concatenate needs at least one array");
     };
@@ -160,32 +165,73 @@ pub fn concatenate(arrays: &[Array], axis: isize) -> Result<Array> {
                 a.shape()
             );
         }
-        shape[ax] += a.shape()[ax];
+        shape[ax] = checked_add(shape[ax], a.shape()[ax])?;
         dtype = Dtype::promote(dtype, a.dtype());
     }
     let inputs = arrays.iter().map(|a| astype(a, dtype)).collect::<Result<Vec<_>>>()?;
     Ok(Array::from_op(Primitive::Concatenate { axis: ax }, inputs, shape, dtype))
 }
 
-/// Inserts a size-1 axis at `axis` (counted in the result).
-pub fn expand_dims(a: &Array, axis: isize) -> Result<Array> {
-    let ax = normalize_axis(axis, a.ndim() + 1)?;
+fn checked_add(a: usize, b: usize) -> Result<usize> {
+    match a.checked_add(b) {
+        Some(n) => Ok(n),
+        None => bail!(Shape, "dimension {a} + {b} overflows"),
+    }
+}
+
+/// Arrays of one shape joined along a new axis `axis` (counted in the result).
+pub fn stack(arrays: &[Array], axis: isize) -> Result<Array> {
+    let Some(first) = arrays.first() else {
+        bail!(InvalidArgument, "stack needs at least one array");
+    };
+    if let Some(other) = arrays.iter().find(|a| a.shape() != first.shape()) {
+        bail!(Shape, "stack: all arrays must have one shape, got {:?} and {:?}", first.shape(), other.shape());
+    }
+    let parts = arrays.iter().map(|a| expand_dims(a, axis)).collect::<Result<Vec<_>>>()?;
+    concatenate(&parts, axis)
+}
+
+/// Inserts size-1 axes at `axes`, positions counted in the result
+/// (`Axes::All` is refused: the result's rank would be unknown).
+pub fn expand_dims(a: &Array, axes: impl Into<Axes>) -> Result<Array> {
+    let axes = axes.into();
+    let Axes::These(given) = &axes else {
+        bail!(InvalidArgument, "expand_dims needs the axes to insert");
+    };
+    let at = axes.normalize(a.ndim() + given.len())?;
     let mut shape: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
-    shape.insert(ax, 1);
+    for ax in at {
+        shape.insert(ax, 1);
+    }
     reshape(a, &shape)
 }
 
-/// Removes size-1 axes: those in `axes`, or all of them when empty.
-pub fn squeeze(a: &Array, axes: &[isize]) -> Result<Array> {
-    let axes: Vec<usize> = if axes.is_empty() {
-        (0..a.ndim()).filter(|&i| a.shape()[i] == 1).collect()
-    } else {
-        axes.iter().map(|&x| normalize_axis(x, a.ndim())).collect::<Result<_>>()?
+/// Removes size-1 axes: those in `axes` (`Axes::All`: every size-1 axis).
+pub fn squeeze(a: &Array, axes: impl Into<Axes>) -> Result<Array> {
+    let axes = match axes.into() {
+        Axes::All => (0..a.ndim()).filter(|&i| a.shape()[i] == 1).collect(),
+        these => these.normalize(a.ndim())?,
     };
     if let Some(&ax) = axes.iter().find(|&&ax| a.shape()[ax] != 1) {
         bail!(Shape, "cannot squeeze axis {ax} of size {} (shape {:?})", a.shape()[ax], a.shape());
     }
     let shape: Vec<isize> = (0..a.ndim()).filter(|i| !axes.contains(i)).map(|i| a.shape()[i] as isize).collect();
+    reshape(a, &shape)
+}
+
+/// Axes `start_axis..=end_axis` merged into one (a zero-dimensional array
+/// becomes one element long).
+pub fn flatten(a: &Array, start_axis: isize, end_axis: isize) -> Result<Array> {
+    if a.ndim() == 0 {
+        return reshape(a, &[1]);
+    }
+    let (s, e) = (normalize_axis(start_axis, a.ndim())?, normalize_axis(end_axis, a.ndim())?);
+    if s > e {
+        bail!(InvalidArgument, "flatten: start axis {start_axis} comes after end axis {end_axis}");
+    }
+    let dims: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
+    let merged: usize = a.shape()[s..=e].iter().product();
+    let shape: Vec<isize> = dims[..s].iter().copied().chain([merged as isize]).chain(dims[e + 1..].iter().copied()).collect();
     reshape(a, &shape)
 }
 
@@ -301,4 +347,31 @@ pub fn pad(a: &Array, widths: &[(usize, usize)], mode: PadMode) -> Result<Array>
         out = concatenate(&[side(lo, false)?, out.clone(), side(hi, true)?], ax as isize)?;
     }
     Ok(out)
+}
+
+/// `a` with `axes` (sorted, distinct) moved to the end, in order; `a` itself
+/// when they already are there.
+pub(crate) fn axes_to_end(a: &Array, axes: &[usize]) -> Result<Array> {
+    let rest = (0..a.ndim()).filter(|d| !axes.contains(d));
+    let perm: Vec<isize> = rest.chain(axes.iter().copied()).map(|d| d as isize).collect();
+    if perm.iter().enumerate().all(|(i, &p)| i as isize == p) {
+        return Ok(a.clone());
+    }
+    transpose(a, &perm)
+}
+
+/// The inverse of [`axes_to_end`]: the last `axes.len()` axes of `a` moved
+/// back to positions `axes` (sorted, distinct).
+pub(crate) fn from_end(a: &Array, axes: &[usize]) -> Result<Array> {
+    let nd = a.ndim();
+    let first_moved = nd - axes.len();
+    let (mut rest, mut moved) = (0..first_moved, first_moved..nd);
+    let perm: Vec<isize> = (0..nd)
+        .map(|d| if axes.contains(&d) { moved.next() } else { rest.next() })
+        .map(|p| p.expect("axes are distinct and in range") as isize)
+        .collect();
+    if perm.iter().enumerate().all(|(i, &p)| i as isize == p) {
+        return Ok(a.clone());
+    }
+    transpose(a, &perm)
 }

@@ -1,6 +1,6 @@
 //! Sorting: `sort`, `argsort`, `topk`.
 
-use super::normalize::{axes_to_end, last_to};
+use super::shape::{axes_to_end, from_end};
 use super::{reshape, slice, SliceArg};
 use crate::dtype::Dtype;
 use crate::primitive::Primitive;
@@ -25,7 +25,7 @@ fn prepare(a: &Array, axis: Option<isize>) -> Result<(Array, usize)> {
 pub fn sort(a: &Array, axis: Option<isize>) -> Result<Array> {
     let (x, ax) = prepare(a, axis)?;
     let out = Array::from_op(Primitive::Sort, vec![x.clone()], x.shape().to_vec(), x.dtype());
-    last_to(&out, ax)
+    from_end(&out, &[ax])
 }
 
 /// The `uint32` indices that sort `a` along `axis` (stable; NaN last).
@@ -38,7 +38,7 @@ pub fn sort(a: &Array, axis: Option<isize>) -> Result<Array> {
 pub fn argsort(a: &Array, axis: Option<isize>) -> Result<Array> {
     let (x, ax) = prepare(a, axis)?;
     let out = Array::from_op(Primitive::ArgSort, vec![x.clone()], x.shape().to_vec(), Dtype::U32);
-    last_to(&out, ax)
+    from_end(&out, &[ax])
 }
 
 /// The `k` largest elements along `axis` (the flattened array when
@@ -52,5 +52,5 @@ pub fn topk(a: &Array, k: usize, axis: Option<isize>) -> Result<Array> {
     let sorted = Array::from_op(Primitive::Sort, vec![x.clone()], x.shape().to_vec(), x.dtype());
     let mut args = vec![SliceArg::ALL; x.ndim()];
     *args.last_mut().expect("an axis") = SliceArg::range((n - k) as isize, n as isize);
-    last_to(&slice(&sorted, &args)?, ax)
+    from_end(&slice(&sorted, &args)?, &[ax])
 }

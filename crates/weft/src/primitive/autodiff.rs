@@ -120,7 +120,7 @@ pub(crate) fn unbroadcast(g: &Array, shape: &[usize]) -> Result<Array> {
         .filter(|&i| i < extra || (shape[i - extra] == 1 && g.shape()[i] != 1))
         .map(|i| i as isize)
         .collect();
-    let s = if axes.is_empty() { g.clone() } else { o::sum(g, &axes, true)? };
+    let s = if axes.is_empty() { g.clone() } else { o::sum(g, axes, true)? };
     o::reshape(&s, &shape.iter().map(|&d| d as isize).collect::<Vec<_>>())
 }
 
@@ -248,7 +248,7 @@ impl Primitive {
             Primitive::Reduce { op: ReduceOp::Max | ReduceOp::Min, axes } => {
                 // Split evenly between the elements equal to the extreme.
                 let hit = o::astype(&o::equal(x, out)?, g.dtype())?;
-                let count = o::sum(&hit, &axes.iter().map(|&a| a as isize).collect::<Vec<_>>(), true)?;
+                let count = o::sum(&hit, axes.iter().map(|&a| a as isize).collect::<Vec<_>>(), true)?;
                 one(o::multiply(&hit, &o::divide(g, &count)?))
             }
             Primitive::ArgReduce { .. } | Primitive::ArgSort | Primitive::RandomBits | Primitive::Arange { .. } => none(),

@@ -54,7 +54,7 @@ pub(crate) fn per_example(prim: &Primitive, args: &[(Array, bool)], n: usize, sh
             o::expand_dims(&Array::from_op(prim.clone(), inputs, shape.to_vec(), dtype), 0)
         })
         .collect::<Result<Vec<_>>>()?;
-    o::concatenate(&rows, 0)
+    o::concatenate(&rows, 0isize)
 }
 
 impl Primitive {

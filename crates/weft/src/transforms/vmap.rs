@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 /// use weft::{ops, transforms, Array};
 /// let x = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
 /// // The sum of each row.
-/// let y = transforms::vmap(|x| Ok(vec![ops::sum(&x[0], &[], false)?]), &[x], &[Some(0)], &[0]).unwrap();
+/// let y = transforms::vmap(|x| Ok(vec![ops::sum(&x[0], weft::Axes::All, false)?]), &[x], &[Some(0)], &[0]).unwrap();
 /// assert_eq!(y[0].to_vec::<f32>().unwrap(), vec![3.0, 7.0]);
 /// ```
 pub fn vmap(

@@ -1,9 +1,12 @@
-"""Type stubs for weft.core (a thread-safe mlx.core)."""
+"""Type stubs for weft.core (a thread-safe mlx.core); its submodules are
+`random.pyi` and `fast.pyi` beside this file."""
 
 import os
 from typing import Any, BinaryIO, Callable, Iterator, Literal, Optional, Sequence, Union, overload
 
 import numpy as np
+
+from . import fast as fast, random as random
 
 Scalar = Union[bool, int, float]
 ScalarOrArray = Union[Scalar, "array", np.ndarray, Sequence[Any]]
@@ -344,100 +347,6 @@ newaxis: None
 class cuda:
     @staticmethod
     def is_available() -> bool: ...
-
-# The submodules `weft.core.random` and `weft.core.fast` are real modules
-# (`import weft.core.random` works); they are written here as classes of
-# static methods so that one stub file describes the whole package.
-
-class random:
-    """Random numbers with explicit keys (`uint32[2]` arrays), as mlx.core.random."""
-
-    @staticmethod
-    def seed(seed: int) -> None: ...
-    @staticmethod
-    def key(seed: int) -> array: ...
-    @staticmethod
-    def split(key: array, num: int = 2, *, stream: StreamOrDevice = None) -> array: ...
-    @staticmethod
-    def bits(shape: ShapeLike = [], width: int = 4, key: Optional[array] = None, *, stream: StreamOrDevice = None) -> array: ...
-    @staticmethod
-    def uniform(
-        low: ScalarOrArray = 0,
-        high: ScalarOrArray = 1,
-        shape: ShapeLike = [],
-        dtype: Dtype = ...,
-        key: Optional[array] = None,
-        *,
-        stream: StreamOrDevice = None,
-    ) -> array: ...
-    @staticmethod
-    def normal(
-        shape: ShapeLike = [],
-        dtype: Dtype = ...,
-        loc: Optional[ScalarOrArray] = None,
-        scale: Optional[ScalarOrArray] = None,
-        key: Optional[array] = None,
-        *,
-        stream: StreamOrDevice = None,
-    ) -> array: ...
-    @staticmethod
-    def randint(
-        low: int, high: int, shape: ShapeLike = [], dtype: Dtype = ..., key: Optional[array] = None, *, stream: StreamOrDevice = None
-    ) -> array: ...
-    @staticmethod
-    def bernoulli(
-        p: ScalarOrArray = 0.5, shape: Optional[ShapeLike] = None, key: Optional[array] = None, *, stream: StreamOrDevice = None
-    ) -> array: ...
-    @staticmethod
-    def categorical(
-        logits: ScalarOrArray,
-        axis: int = -1,
-        shape: Optional[ShapeLike] = None,
-        num_samples: Optional[int] = None,
-        key: Optional[array] = None,
-        *,
-        stream: StreamOrDevice = None,
-    ) -> array: ...
-
-class fast:
-    """Fused transformer ops, as mlx.core.fast."""
-
-    @staticmethod
-    def rms_norm(x: ScalarOrArray, /, weight: Optional[ScalarOrArray], eps: float, *, stream: StreamOrDevice = None) -> array: ...
-    @staticmethod
-    def layer_norm(
-        x: ScalarOrArray,
-        /,
-        weight: Optional[ScalarOrArray],
-        bias: Optional[ScalarOrArray],
-        eps: float,
-        *,
-        stream: StreamOrDevice = None,
-    ) -> array: ...
-    @staticmethod
-    def rope(
-        a: ScalarOrArray,
-        /,
-        dims: int,
-        *,
-        traditional: bool,
-        base: Optional[float],
-        scale: float,
-        offset: Union[int, array],
-        freqs: None = None,
-        stream: StreamOrDevice = None,
-    ) -> array: ...
-    @staticmethod
-    def scaled_dot_product_attention(
-        q: ScalarOrArray,
-        k: ScalarOrArray,
-        v: ScalarOrArray,
-        *,
-        scale: float,
-        mask: Union[None, Literal["causal"], ScalarOrArray] = None,
-        sinks: None = None,
-        stream: StreamOrDevice = None,
-    ) -> array: ...
 
 # Function transforms (crates/weft-python/src/transforms.rs).
 

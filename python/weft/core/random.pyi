@@ -1,0 +1,44 @@
+"""Random numbers with explicit keys (`uint32[2]` arrays), as mlx.core.random."""
+
+from typing import Any, Literal, Optional, Sequence, Union
+
+from . import Dtype, Stream, Device, array
+from . import ScalarOrArray, ShapeLike, StreamOrDevice
+
+def seed(seed: int) -> None: ...
+def key(seed: int) -> array: ...
+def split(key: array, num: int = 2, *, stream: StreamOrDevice = None) -> array: ...
+def bits(shape: ShapeLike = [], width: int = 4, key: Optional[array] = None, *, stream: StreamOrDevice = None) -> array: ...
+def uniform(
+    low: ScalarOrArray = 0,
+    high: ScalarOrArray = 1,
+    shape: ShapeLike = [],
+    dtype: Dtype = ...,
+    key: Optional[array] = None,
+    *,
+    stream: StreamOrDevice = None,
+) -> array: ...
+def normal(
+    shape: ShapeLike = [],
+    dtype: Dtype = ...,
+    loc: Optional[ScalarOrArray] = None,
+    scale: Optional[ScalarOrArray] = None,
+    key: Optional[array] = None,
+    *,
+    stream: StreamOrDevice = None,
+) -> array: ...
+def randint(
+    low: int, high: int, shape: ShapeLike = [], dtype: Dtype = ..., key: Optional[array] = None, *, stream: StreamOrDevice = None
+) -> array: ...
+def bernoulli(
+    p: ScalarOrArray = 0.5, shape: Optional[ShapeLike] = None, key: Optional[array] = None, *, stream: StreamOrDevice = None
+) -> array: ...
+def categorical(
+    logits: ScalarOrArray,
+    axis: int = -1,
+    shape: Optional[ShapeLike] = None,
+    num_samples: Optional[int] = None,
+    key: Optional[array] = None,
+    *,
+    stream: StreamOrDevice = None,
+) -> array: ...
