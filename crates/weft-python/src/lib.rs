@@ -23,6 +23,7 @@ mod ops;
 mod random;
 mod repr;
 mod runtime;
+mod transforms;
 
 use pyo3::prelude::*;
 
@@ -40,6 +41,7 @@ fn weft_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     io::register(m)?;
     random::register(m)?;
     fast::register(m)?;
+    transforms::register(m)?;
     Ok(())
 }
 

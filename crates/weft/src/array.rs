@@ -6,6 +6,7 @@ use crate::primitive::Primitive;
 use crate::scheduler::node::{NodeState, DONE};
 use crate::shape::numel;
 use crate::stream::{current_stream, Stream};
+use crate::transforms::trace::{self, Tape, TapeOp};
 use crate::{Error, Result};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,6 +40,10 @@ pub(crate) struct Node {
     pub(crate) state: NodeState<Result<Data>>,
     /// Position of the node's task in its queue's execution order, once run.
     pub(crate) exec_position: AtomicU64,
+    /// What a function transform replays: kept only for nodes that depend on
+    /// a transform's traced inputs (`transforms/trace.rs`), and never taken
+    /// by scheduling, so evaluating inside a traced function loses nothing.
+    pub(crate) tape: Option<Box<Tape>>,
 }
 
 pub(crate) struct Graph {
@@ -50,6 +55,17 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 impl Array {
     fn with_state(shape: Vec<usize>, dtype: Dtype, stream: Stream, graph: Option<Graph>, state: NodeState<Result<Data>>) -> Array {
+        Array::with_tape(shape, dtype, stream, graph, state, None)
+    }
+
+    fn with_tape(
+        shape: Vec<usize>,
+        dtype: Dtype,
+        stream: Stream,
+        graph: Option<Graph>,
+        state: NodeState<Result<Data>>,
+        tape: Option<Box<Tape>>,
+    ) -> Array {
         Array(Arc::new(Node {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             shape,
@@ -58,6 +74,7 @@ impl Array {
             graph: Mutex::new(graph),
             state,
             exec_position: AtomicU64::new(u64::MAX),
+            tape,
         }))
     }
 
@@ -65,7 +82,24 @@ impl Array {
     /// which have checked shapes and dtypes.
     pub(crate) fn from_op(prim: Primitive, inputs: Vec<Array>, shape: Vec<usize>, dtype: Dtype) -> Array {
         let stream = current_stream();
-        Array::with_state(shape, dtype, stream, Some(Graph { prim, inputs }), NodeState::pending())
+        let traces = trace::union(&inputs);
+        let tape = (!traces.is_empty())
+            .then(|| Box::new(Tape { traces, op: TapeOp::Prim(prim.clone()), inputs: inputs.clone() }));
+        Array::with_tape(shape, dtype, stream, Some(Graph { prim, inputs }), NodeState::pending(), tape)
+    }
+
+    /// The same value as `a` in a new node that carries `tape` instead of
+    /// what `a` carries (an identity `Reshape` for scheduling): how
+    /// transforms mark traced inputs, remove a finished trace from their
+    /// results, stop gradients and hide a custom function's inside.
+    pub(crate) fn retaped(a: &Array, tape: Option<Box<Tape>>) -> Array {
+        let graph = Graph { prim: Primitive::Reshape, inputs: vec![a.clone()] };
+        Array::with_tape(a.shape().to_vec(), a.dtype(), current_stream(), Some(graph), NodeState::pending(), tape)
+    }
+
+    /// The transforms' record of this node, if it depends on a traced input.
+    pub(crate) fn tape(&self) -> Option<&Tape> {
+        self.0.tape.as_deref()
     }
 
     /// An evaluated array holding `data` (a CPU buffer), on the current stream.
@@ -193,17 +227,23 @@ impl Drop for Node {
     /// Drops a long chain of unevaluated nodes iteratively: the default,
     /// recursive drop would overflow the stack on deep graphs.
     fn drop(&mut self) {
-        let Some(graph) = self.graph.get_mut().map(Option::take).unwrap_or(None) else {
-            return;
-        };
-        let mut stack = graph.inputs;
+        let mut stack = Vec::new();
+        take_inputs(self, &mut stack);
         while let Some(a) = stack.pop() {
             if let Ok(mut node) = Arc::try_unwrap(a.0) {
-                if let Some(g) = node.graph.get_mut().map(Option::take).unwrap_or(None) {
-                    stack.extend(g.inputs);
-                }
+                take_inputs(&mut node, &mut stack);
             }
         }
+    }
+}
+
+/// Moves the inputs a node holds (its pending graph and its tape) to `stack`.
+fn take_inputs(node: &mut Node, stack: &mut Vec<Array>) {
+    if let Some(g) = node.graph.get_mut().map(Option::take).unwrap_or(None) {
+        stack.extend(g.inputs);
+    }
+    if let Some(t) = node.tape.take() {
+        stack.extend(t.inputs);
     }
 }
 

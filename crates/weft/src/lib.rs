@@ -31,6 +31,7 @@ pub mod scheduler;
 pub mod shape;
 pub mod stream;
 mod sync;
+pub mod transforms;
 
 pub use array::Array;
 /// The `half` crate, whose `f16`/`bf16` are weft's 16-bit float elements.

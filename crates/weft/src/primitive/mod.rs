@@ -2,9 +2,11 @@
 //! hold one of these; backends (`backend/cpu`, `backend/cuda`) run them, each
 //! primitive under the same name in each backend.
 
+pub mod autodiff;
 pub mod threefry;
 pub mod unary;
 pub mod view;
+pub mod vmap;
 
 pub use unary::UnaryOp;
 

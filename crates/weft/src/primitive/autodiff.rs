@@ -1,0 +1,350 @@
+//! Each primitive's derivative: its vector-Jacobian product (reverse mode).
+//! Forward mode is its transpose (`transforms/vjp.rs`), so this one rule per
+//! primitive serves `vjp`, `grad` and `jvp`. Every rule builds its result
+//! from ops that have rules themselves, so derivatives of any order work.
+//!
+//! Unary ops state theirs per op type ([`UnaryVjp`], one impl per row of
+//! the op table: a missing one is a compile error); everything else is one
+//! arm of the exhaustive match in [`Primitive::vjp`].
+
+use super::unary::op;
+use super::{BinaryOp, Primitive, ReduceOp, UnaryOp};
+use crate::ops::fast as fast_ops;
+use crate::ops::{self as o, SliceArg};
+use crate::shape::numel;
+use crate::{Array, Dtype, Result};
+
+/// The derivative of a unary op: the input's cotangent from the input `x`,
+/// the output `y` and the output's cotangent `g`.
+pub trait UnaryVjp {
+    fn vjp(x: &Array, y: &Array, g: &Array) -> Result<Array>;
+}
+
+/// `v` as a 0-d array of `like`'s dtype.
+fn c(v: f64, like: &Array) -> Result<Array> {
+    o::astype(&Array::scalar(v), like.dtype())
+}
+
+fn sq(x: &Array) -> Result<Array> {
+    o::multiply(x, x)
+}
+
+macro_rules! unary_vjp {
+    ($($Op:ident |$x:ident, $y:ident, $g:ident| $body:expr;)*) => {$(
+        impl UnaryVjp for op::$Op {
+            #[allow(unused_variables)]
+            fn vjp($x: &Array, $y: &Array, $g: &Array) -> Result<Array> {
+                $body
+            }
+        }
+    )*};
+}
+
+use std::f64::consts::{LN_10, LN_2, PI};
+
+unary_vjp! {
+    Neg |x, y, g| o::negative(g);
+    Abs |x, y, g| o::multiply(g, &o::sign(x)?);
+    Exp |x, y, g| o::multiply(g, y);
+    Exp2 |x, y, g| o::multiply(g, &o::multiply(y, &c(LN_2, g)?)?);
+    Log |x, y, g| o::divide(g, x);
+    Sqrt |x, y, g| o::divide(g, &o::multiply(y, &c(2.0, g)?)?);
+    // d/dx x^(-1/2) = -x^(-3/2) / 2 = -y / (2x).
+    Rsqrt |x, y, g| o::multiply(g, &o::divide(y, &o::multiply(x, &c(-2.0, g)?)?)?);
+    Tanh |x, y, g| o::multiply(g, &o::subtract(&c(1.0, g)?, &sq(y)?)?);
+    Sigmoid |x, y, g| o::multiply(g, &o::multiply(y, &o::subtract(&c(1.0, g)?, y)?)?);
+    Sin |x, y, g| o::multiply(g, &o::cos(x)?);
+    Cos |x, y, g| o::negative(&o::multiply(g, &o::sin(x)?)?);
+    Erf |x, y, g| o::multiply(g, &o::multiply(&c(2.0 / PI.sqrt(), g)?, &o::exp(&o::negative(&sq(x)?)?)?)?);
+    // d/dx x Phi(x) = Phi(x) + x phi(x).
+    Gelu |x, y, g| {
+        let cdf = o::multiply(&c(0.5, g)?, &o::add(&c(1.0, g)?, &o::erf(&o::multiply(x, &c(std::f64::consts::FRAC_1_SQRT_2, g)?)?)?)?)?;
+        let pdf = o::multiply(&c(1.0 / (2.0 * PI).sqrt(), g)?, &o::exp(&o::multiply(&sq(x)?, &c(-0.5, g)?)?)?)?;
+        o::multiply(g, &o::add(&cdf, &o::multiply(x, &pdf)?)?)
+    };
+    // y = x (1 + tanh u) / 2 with u = k (x + 0.044715 x^3), k = sqrt(2 / pi).
+    GeluApprox |x, y, g| {
+        let k = (2.0 / PI).sqrt();
+        let x2 = sq(x)?;
+        let u = o::multiply(&c(k, g)?, &o::multiply(x, &o::add(&c(1.0, g)?, &o::multiply(&x2, &c(0.044715, g)?)?)?)?)?;
+        let t = o::tanh(&u)?;
+        let du = o::multiply(&c(k, g)?, &o::add(&c(1.0, g)?, &o::multiply(&x2, &c(3.0 * 0.044715, g)?)?)?)?;
+        let sech2 = o::subtract(&c(1.0, g)?, &sq(&t)?)?;
+        let d = o::multiply(&c(0.5, g)?, &o::add(&o::add(&c(1.0, g)?, &t)?, &o::multiply(x, &o::multiply(&sech2, &du)?)?)?)?;
+        o::multiply(g, &d)
+    };
+    // d/dx x s(x) = s (1 + x (1 - s)).
+    Silu |x, y, g| {
+        let s = o::sigmoid(x)?;
+        let d = o::multiply(&s, &o::add(&c(1.0, g)?, &o::multiply(x, &o::subtract(&c(1.0, g)?, &s)?)?)?)?;
+        o::multiply(g, &d)
+    };
+    Floor |x, y, g| o::zeros(g.shape(), g.dtype());
+    Ceil |x, y, g| o::zeros(g.shape(), g.dtype());
+    Round |x, y, g| o::zeros(g.shape(), g.dtype());
+    Tan |x, y, g| o::multiply(g, &o::add(&c(1.0, g)?, &sq(y)?)?);
+    Sinh |x, y, g| o::multiply(g, &o::cosh(x)?);
+    Cosh |x, y, g| o::multiply(g, &o::sinh(x)?);
+    Arcsin |x, y, g| o::multiply(g, &o::rsqrt(&o::subtract(&c(1.0, g)?, &sq(x)?)?)?);
+    Arccos |x, y, g| o::negative(&o::multiply(g, &o::rsqrt(&o::subtract(&c(1.0, g)?, &sq(x)?)?)?)?);
+    Arctan |x, y, g| o::divide(g, &o::add(&c(1.0, g)?, &sq(x)?)?);
+    Arcsinh |x, y, g| o::multiply(g, &o::rsqrt(&o::add(&sq(x)?, &c(1.0, g)?)?)?);
+    Arccosh |x, y, g| o::multiply(g, &o::rsqrt(&o::subtract(&sq(x)?, &c(1.0, g)?)?)?);
+    Arctanh |x, y, g| o::divide(g, &o::subtract(&c(1.0, g)?, &sq(x)?)?);
+    Log1p |x, y, g| o::divide(g, &o::add(&c(1.0, g)?, x)?);
+    Expm1 |x, y, g| o::multiply(g, &o::add(y, &c(1.0, g)?)?);
+    Log2 |x, y, g| o::divide(g, &o::multiply(x, &c(LN_2, g)?)?);
+    Log10 |x, y, g| o::divide(g, &o::multiply(x, &c(LN_10, g)?)?);
+}
+
+macro_rules! unary_vjp_dispatch {
+    ($($(#[$doc:meta])* $Op:ident $name:ident $domain:ident $scope:ident;)*) => {
+        /// The rule of `op` (every row of the table needs an impl of [`UnaryVjp`]).
+        pub(crate) fn unary_vjp(op: UnaryOp, x: &Array, y: &Array, g: &Array) -> Result<Array> {
+            match op {
+                $(UnaryOp::$Op => <op::$Op as UnaryVjp>::vjp(x, y, g),)*
+            }
+        }
+    };
+}
+
+crate::unary_ops!(unary_vjp_dispatch);
+
+/// `g` summed down to `shape` (undoes broadcasting).
+pub(crate) fn unbroadcast(g: &Array, shape: &[usize]) -> Result<Array> {
+    if g.shape() == shape {
+        return Ok(g.clone());
+    }
+    let extra = g.ndim() - shape.len();
+    let axes: Vec<isize> = (0..g.ndim())
+        .filter(|&i| i < extra || (shape[i - extra] == 1 && g.shape()[i] != 1))
+        .map(|i| i as isize)
+        .collect();
+    let s = if axes.is_empty() { g.clone() } else { o::sum(g, axes, true)? };
+    o::reshape(&s, &shape.iter().map(|&d| d as isize).collect::<Vec<_>>())
+}
+
+/// `onehot[..., j] = (idx[...] == j)` for `j < n` (negative indices count
+/// from the end), in `dtype`: shape `idx.shape ++ [n]`.
+fn onehot(idx: &Array, n: usize, dtype: Dtype) -> Result<Array> {
+    let idx = if idx.dtype().is_signed() {
+        let wrapped = o::add(idx, &o::astype(&Array::scalar(n as i64), idx.dtype())?)?;
+        o::where_(&o::less(idx, &o::astype(&Array::scalar(0i64), idx.dtype())?)?, &wrapped, idx)?
+    } else {
+        idx.clone()
+    };
+    let range = o::arange(0.0, n as f64, 1.0, idx.dtype())?;
+    o::astype(&o::equal(&o::expand_dims(&idx, -1)?, &range)?, dtype)
+}
+
+/// The cotangent of `a` (shape `a_shape`) for `take_along_axis(a, idx, axis)`
+/// (`idx` and `g` of the output's shape): a scatter-add, as a one-hot sum.
+fn gather_axis_vjp(a_shape: &[usize], idx: &Array, g: &Array, axis: usize) -> Result<Array> {
+    let n = a_shape[axis];
+    let hot = o::moveaxis(&onehot(idx, n, g.dtype())?, -1, axis as isize + 1)?;
+    let spread = o::multiply(&hot, &o::expand_dims(g, axis as isize + 1)?)?;
+    unbroadcast(&o::sum(&spread, &[axis as isize], false)?, a_shape)
+}
+
+/// The cotangent of `a` for `take(a, idx, axis)`: a scatter-add, as a matmul
+/// of `g` with the indices' one-hot matrix.
+fn gather_vjp(a: &Array, idx: &Array, g: &Array, axis: usize) -> Result<Array> {
+    let sa = a.shape();
+    let (p, n) = (idx.size(), sa[axis]);
+    let (pre, post) = (&sa[..axis], &sa[axis + 1..]);
+    let m = numel(pre) * numel(post);
+    if p == 0 || m == 0 || n == 0 {
+        return o::zeros(sa, g.dtype());
+    }
+    let dims = |v: &[usize]| -> Vec<isize> { v.iter().map(|&d| d as isize).collect() };
+    let g2 = o::reshape(g, &dims(&[pre, &[p], post].concat()))?;
+    let gm = o::reshape(&o::moveaxis(&g2, axis as isize, -1)?, &[m as isize, p as isize])?;
+    let hot = onehot(&o::reshape(idx, &[p as isize])?, n, g.dtype())?;
+    let r = o::reshape(&o::matmul(&gm, &hot)?, &dims(&[pre, post, &[n]].concat()))?;
+    o::moveaxis(&r, -1, axis as isize)
+}
+
+/// The cotangents of a fused primitive's inputs, by differentiating the
+/// composition `f` it fuses.
+fn via(f: impl FnOnce(&[Array]) -> Result<Array>, inputs: &[Array], g: &Array, needs: &[bool]) -> Result<Vec<Option<Array>>> {
+    let (_, grads) = crate::transforms::vjp(|x| Ok(vec![f(x)?]), inputs, std::slice::from_ref(g))?;
+    Ok(grads.into_iter().zip(needs).map(|(g, &n)| n.then_some(g)).collect())
+}
+
+/// `fast::scaled_dot_product_attention` as ops (grouped heads, masks).
+fn sdpa_composed(x: &[Array], scale: f32, causal: bool) -> Result<Array> {
+    let (q, k, v) = (&x[0], &x[1], &x[2]);
+    let (qs, ks, vs) = (q.shape(), k.shape(), v.shape());
+    let (b, hq, l, d, hk, s) = (qs[0] as isize, qs[1] as isize, qs[2] as isize, qs[3] as isize, ks[1] as isize, ks[2] as isize);
+    let grp = hq / hk;
+    let q5 = o::reshape(q, &[b, hk, grp, l, d])?;
+    let k5 = o::expand_dims(k, 2)?;
+    let v5 = o::expand_dims(v, 2)?;
+    let mut scores = o::multiply(&o::matmul(&q5, &o::swapaxes(&k5, -1, -2)?)?, &c(scale as f64, q)?)?;
+    let neg_inf = c(f64::NEG_INFINITY, q)?;
+    if causal {
+        let i = o::reshape(&o::arange(0.0, l as f64, 1.0, Dtype::I64)?, &[l, 1])?;
+        let j = o::arange(0.0, s as f64, 1.0, Dtype::I64)?;
+        let keep = o::less_equal(&j, &o::add(&i, &Array::scalar(s as i64 - l as i64))?)?;
+        scores = o::where_(&keep, &scores, &neg_inf)?;
+    }
+    if let Some(m) = x.get(3) {
+        let m5 = o::reshape(m, &[b, hk, grp, l, s])?;
+        scores = if m.dtype() == Dtype::Bool { o::where_(&m5, &scores, &neg_inf)? } else { o::add(&scores, &m5)? };
+    }
+    let out = o::matmul(&o::softmax(&scores, -1)?, &v5)?;
+    o::reshape(&out, &[b, hq, l, vs[3] as isize])
+}
+
+fn binary_vjp(op: BinaryOp, a: &Array, b: &Array, y: &Array, g: &Array, needs: &[bool]) -> Result<Vec<Option<Array>>> {
+    use BinaryOp::*;
+    let mask = |m: Result<Array>| -> Result<Array> { o::multiply(g, &o::astype(&m?, g.dtype())?) };
+    let (ga, gb): (Option<Array>, Option<Array>) = match op {
+        Add => (Some(g.clone()), Some(g.clone())),
+        Sub => (Some(g.clone()), Some(o::negative(g)?)),
+        Mul => (Some(o::multiply(g, b)?), Some(o::multiply(g, a)?)),
+        Div => (Some(o::divide(g, b)?), Some(o::negative(&o::divide(&o::multiply(g, y)?, b)?)?)),
+        // d/da a^b = b a^(b-1); d/db a^b = a^b log a.
+        Pow => (
+            needs[0].then(|| o::multiply(g, &o::multiply(b, &o::power(a, &o::subtract(b, &c(1.0, b)?)?)?)?)).transpose()?,
+            needs[1].then(|| o::multiply(g, &o::multiply(y, &o::log(a)?)?)).transpose()?,
+        ),
+        Maximum => (Some(mask(o::greater_equal(a, b))?), Some(mask(o::less(a, b))?)),
+        Minimum => (Some(mask(o::less_equal(a, b))?), Some(mask(o::greater(a, b))?)),
+        Rem => (Some(g.clone()), Some(o::negative(&o::multiply(g, &o::floor_divide(a, b)?)?)?)),
+        FloorDiv | Equal | NotEqual | Less | LessEqual | Greater | GreaterEqual => (None, None),
+    };
+    Ok(vec![
+        ga.filter(|_| needs[0]).map(|x| unbroadcast(&x, a.shape())).transpose()?,
+        gb.filter(|_| needs[1]).map(|x| unbroadcast(&x, b.shape())).transpose()?,
+    ])
+}
+
+impl Primitive {
+    /// The cotangents of `inputs` given the cotangent `g` of this
+    /// primitive's output `out` (the node itself), computed only where
+    /// `needs[i]`; `None` where an input gets none (integer indices, keys).
+    pub(crate) fn vjp(&self, inputs: &[Array], out: &Array, g: &Array, needs: &[bool]) -> Result<Vec<Option<Array>>> {
+        let x = &inputs[0];
+        let one = |a: Result<Array>| -> Result<Vec<Option<Array>>> { Ok(vec![Some(a?)]) };
+        let none = || Ok(vec![None; inputs.len()]);
+        let dims = |v: &[usize]| -> Vec<isize> { v.iter().map(|&d| d as isize).collect() };
+        match self {
+            Primitive::Unary(op) => one(unary_vjp(*op, x, out, g)),
+            Primitive::Binary(op) => binary_vjp(*op, &inputs[0], &inputs[1], out, g, needs),
+            Primitive::Select => {
+                let zero = o::zeros(&[], g.dtype())?;
+                let pick = |i: usize, on_true: bool| -> Result<Option<Array>> {
+                    if !needs[i] {
+                        return Ok(None);
+                    }
+                    let r = if on_true { o::where_(x, g, &zero)? } else { o::where_(x, &zero, g)? };
+                    Ok(Some(unbroadcast(&r, inputs[i].shape())?))
+                };
+                Ok(vec![None, pick(1, true)?, pick(2, false)?])
+            }
+            Primitive::AsType => one(o::astype(g, x.dtype())),
+            Primitive::Reduce { op: ReduceOp::Sum, .. } => one(o::broadcast_to(g, x.shape())),
+            Primitive::Reduce { op: ReduceOp::Max | ReduceOp::Min, axes } => {
+                // Split evenly between the elements equal to the extreme.
+                let hit = o::astype(&o::equal(x, out)?, g.dtype())?;
+                let count = o::sum(&hit, axes.iter().map(|&a| a as isize).collect::<Vec<_>>(), true)?;
+                one(o::multiply(&hit, &o::divide(g, &count)?))
+            }
+            Primitive::ArgReduce { .. } | Primitive::ArgSort | Primitive::RandomBits | Primitive::Arange { .. } => none(),
+            Primitive::Matmul => Ok(vec![
+                needs[0].then(|| o::matmul(g, &o::swapaxes(&inputs[1], -1, -2)?)).transpose()?,
+                needs[1].then(|| o::matmul(&o::swapaxes(x, -1, -2)?, g)).transpose()?,
+            ]),
+            Primitive::Reshape | Primitive::Copy => one(o::reshape(g, &dims(x.shape()))),
+            Primitive::Transpose { perm } => {
+                let mut inv = vec![0isize; perm.len()];
+                for (i, &p) in perm.iter().enumerate() {
+                    inv[p] = i as isize;
+                }
+                one(o::transpose(g, &inv))
+            }
+            Primitive::BroadcastTo => one(unbroadcast(g, x.shape())),
+            Primitive::Slice { start, step } => {
+                let prim = Primitive::SliceUpdate { start: start.clone(), step: step.clone(), region: g.shape().to_vec() };
+                one(Ok(Array::from_op(prim, vec![o::zeros(x.shape(), g.dtype())?, g.clone()], x.shape().to_vec(), g.dtype())))
+            }
+            Primitive::Concatenate { axis } => {
+                let mut at = 0isize;
+                let mut r = Vec::with_capacity(inputs.len());
+                for (a, &need) in inputs.iter().zip(needs) {
+                    let n = a.shape()[*axis] as isize;
+                    let mut args = vec![SliceArg::ALL; axis + 1];
+                    args[*axis] = SliceArg::range(at, at + n);
+                    r.push(need.then(|| o::slice(g, &args)).transpose()?);
+                    at += n;
+                }
+                Ok(r)
+            }
+            Primitive::Gather { axis } => Ok(vec![Some(gather_vjp(x, &inputs[1], g, *axis)?), None]),
+            Primitive::GatherAxis { axis } => Ok(vec![Some(gather_axis_vjp(x.shape(), &inputs[1], g, *axis)?), None]),
+            Primitive::SliceUpdate { start, step, region } => {
+                let keep = needs[0]
+                    .then(|| {
+                        let zero = o::zeros(&[], g.dtype())?;
+                        Ok::<Array, crate::Error>(Array::from_op(self.clone(), vec![g.clone(), zero], x.shape().to_vec(), g.dtype()))
+                    })
+                    .transpose()?;
+                let upd = needs[1]
+                    .then(|| {
+                        let cut = Array::from_op(Primitive::Slice { start: start.clone(), step: step.clone() }, vec![g.clone()], region.clone(), g.dtype());
+                        unbroadcast(&cut, inputs[1].shape())
+                    })
+                    .transpose()?;
+                Ok(vec![keep, upd])
+            }
+            Primitive::Softmax => {
+                let inner = o::sum(&o::multiply(g, out)?, &[-1], true)?;
+                one(o::multiply(out, &o::subtract(g, &inner)?))
+            }
+            Primitive::LogSumExp => one(o::multiply(g, &o::exp(&o::subtract(x, out)?)?)),
+            Primitive::CumSum { axis, reverse, inclusive } => one(o::cumsum(g, Some(*axis as isize), !reverse, *inclusive)),
+            Primitive::Sort => {
+                let idx = o::argsort(x, Some(-1))?;
+                one(gather_axis_vjp(x.shape(), &idx, g, x.ndim() - 1))
+            }
+            Primitive::RmsNorm { eps } => via(
+                |v| {
+                    let ms = o::mean(&sq(&v[0])?, &[-1], true)?;
+                    let n = o::multiply(&v[0], &o::rsqrt(&o::add(&ms, &c(*eps as f64, &v[0])?)?)?)?;
+                    v.get(1).map_or(Ok(n.clone()), |w| o::multiply(&n, w))
+                },
+                inputs,
+                g,
+                needs,
+            ),
+            Primitive::LayerNorm { eps, has_weight, has_bias } => via(
+                |v| {
+                    let mu = o::mean(&v[0], &[-1], true)?;
+                    let xc = o::subtract(&v[0], &mu)?;
+                    let var = o::mean(&sq(&xc)?, &[-1], true)?;
+                    let mut n = o::multiply(&xc, &o::rsqrt(&o::add(&var, &c(*eps as f64, &v[0])?)?)?)?;
+                    if *has_weight {
+                        n = o::multiply(&n, &v[1])?;
+                    }
+                    if *has_bias {
+                        n = o::add(&n, &v[1 + usize::from(*has_weight)])?;
+                    }
+                    Ok(n)
+                },
+                inputs,
+                g,
+                needs,
+            ),
+            // A rotation: its transpose rotates by the opposite angle.
+            Primitive::Rope { dims, traditional, base, scale, offset } => one(fast_ops::rope(g, *dims, *traditional, *base, -*scale, *offset)),
+            Primitive::Sdpa { scale, causal } => {
+                let mut needs = needs.to_vec();
+                if let Some(m) = needs.get_mut(3) {
+                    *m = *m && inputs[3].dtype().is_float();
+                }
+                via(|v| sdpa_composed(v, *scale, *causal), inputs, g, &needs)
+            }
+        }
+    }
+}

@@ -1,0 +1,178 @@
+"""weft.core's function transforms with mlx.core's signatures: grad and
+value_and_grad (argnums, argnames, trees), vjp, jvp, vmap (in_axes,
+out_axes), stop_gradient, checkpoint, custom_function; and from threads."""
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import weft.core as mx
+
+
+def close(a, b, tol=1e-5):
+    np.testing.assert_allclose(np.array(a), np.array(b), rtol=tol, atol=tol)
+
+
+def test_grad_of_a_scalar_function_and_second_derivative():
+    f = lambda x: mx.sum(mx.sin(x) * x)
+    x = mx.array([0.3, -1.2, 2.0])
+    xs = np.array([0.3, -1.2, 2.0])
+    close(mx.grad(f)(x), np.sin(xs) + xs * np.cos(xs))
+    d2 = mx.grad(lambda x: mx.sum(mx.grad(f)(x)))(x)
+    close(d2, 2 * np.cos(xs) - xs * np.sin(xs))
+
+
+def test_value_and_grad_argnums_argnames_and_trees():
+    def loss(params, x, scale=1.0):
+        return mx.sum((x @ params["w"] + params["b"][0]) ** 2) * scale, "aux"
+
+    params = {"w": mx.array([[1.0], [2.0]]), "b": [mx.array([0.5])]}
+    x = mx.array([[1.0, 1.0], [0.0, 1.0]])
+    (value, aux), g = mx.value_and_grad(loss)(params, x)
+    assert aux == "aux"
+    r = np.array(x) @ np.array([[1.0], [2.0]]) + 0.5
+    close(value, np.sum(r**2))
+    assert set(g) == {"w", "b"} and isinstance(g["b"], list)
+    close(g["w"], np.array(x).T @ (2 * r))
+    close(g["b"][0], [np.sum(2 * r)])
+    # Two argnums: a tuple of gradients.
+    gp, gx = mx.grad(lambda p, x: loss(p, x)[0], argnums=(0, 1))(params, x)
+    close(gx, (2 * r) @ np.array([[1.0, 2.0]]))
+    # argnames: (positional, {name: grad}).
+    pos, kw = mx.grad(lambda x, scale: mx.sum(x * scale), argnums=[], argnames="scale")(x, scale=mx.array(3.0))
+    assert pos is None and set(kw) == {"scale"}  # as MLX: no positional argnums
+    close(kw["scale"], np.sum(np.array(x)))
+
+
+def test_grad_errors_are_python_exceptions():
+    with pytest.raises(ValueError):
+        mx.grad(lambda x: x * 2)(mx.array([1.0, 2.0]))  # not a scalar
+    with pytest.raises(ValueError):
+        mx.grad(lambda x: mx.sum(x), argnums=3)(mx.array([1.0]))
+    with pytest.raises(ZeroDivisionError):
+        mx.grad(lambda x: 1 / 0)(mx.array([1.0]))  # the function's own exception
+
+
+def test_vjp_and_jvp():
+    f = lambda x, y: [x * y, mx.exp(x)]
+    x, y = mx.array([1.0, 2.0]), mx.array([3.0, 4.0])
+    outs, vjps = mx.vjp(f, [x, y], [mx.array([1.0, 1.0]), mx.array([0.0, 1.0])])
+    close(outs[0], [3.0, 8.0])
+    close(vjps[0], [3.0, 4.0 + math.exp(2.0)])
+    close(vjps[1], [1.0, 2.0])
+    outs, jvps = mx.jvp(f, [x, y], [mx.array([1.0, 0.0]), mx.array([0.0, 1.0])])
+    close(jvps[0], [3.0, 2.0])
+    close(jvps[1], [math.exp(1.0), 0.0])
+
+
+def test_vmap_in_axes_out_axes_against_a_loop():
+    a = mx.random.normal((4, 3))
+    b = mx.random.normal((3, 5))
+    f = lambda x, m: mx.softmax(x @ m, axis=-1)
+    y = mx.vmap(f, in_axes=(0, None))(a, b)
+    want = np.stack([np.array(f(a[i], b)) for i in range(4)])
+    close(y, want)
+    # Batch along axis 1 of the first argument, out on axis 1.
+    y = mx.vmap(f, in_axes=(1, None), out_axes=1)(mx.transpose(a), b)
+    close(y, np.transpose(want, (1, 0)))
+    # Trees in and out.
+    g = lambda d: {"s": mx.sum(d["x"]), "t": (d["x"] * 2,)}
+    out = mx.vmap(g)({"x": a})
+    close(out["s"], np.array(a).sum(1))
+    close(out["t"][0], np.array(a) * 2)
+    # vmap of grad: per-example gradients.
+    per = mx.vmap(mx.grad(lambda x: mx.sum(x**3)))(a)
+    close(per, 3 * np.array(a) ** 2)
+    with pytest.raises(ValueError):
+        mx.vmap(lambda x, y: x + y)(mx.ones((2, 3)), mx.ones((3, 3)))
+
+
+def test_stop_gradient_checkpoint_and_custom_function():
+    x = mx.array([0.5, -1.0, 2.0])
+    close(mx.grad(lambda x: mx.sum(x * mx.stop_gradient(x)))(x), np.array(x))
+    f = lambda x: mx.tanh(mx.exp(x) * x)
+    plain = mx.grad(lambda x: mx.sum(f(x)))(x)
+    ck = mx.grad(lambda x: mx.sum(mx.checkpoint(f)(x)))(x)
+    close(ck, plain, 1e-6)
+
+    @mx.custom_function
+    def g(x, y):
+        return mx.sin(x) * y
+
+    @g.vjp
+    def g_vjp(primals, cotangent, output):
+        x, y = primals
+        return 10 * cotangent, 20 * cotangent
+
+    gx, gy = mx.grad(lambda x, y: mx.sum(g(x, y)), argnums=(0, 1))(x, mx.ones(3))
+    close(gx, [10.0] * 3)
+    close(gy, [20.0] * 3)
+    close(g(x, mx.ones(3)), np.sin(np.array(x)))
+
+
+def test_transforms_from_threads_match_one_thread():
+    w = mx.random.normal((8, 4))
+    data = mx.random.normal((16, 8))
+
+    def work(_):
+        loss = lambda w: mx.mean(mx.tanh(data @ w) ** 2)
+        v, g = mx.value_and_grad(loss)(w)
+        per = mx.vmap(lambda r: mx.sum(r @ w))(data)
+        return np.array(v), np.array(g), np.array(per)
+
+    want = work(0)
+    with ThreadPoolExecutor(8) as pool:
+        for got in pool.map(work, range(32)):
+            for a, b in zip(got, want):
+                np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_compile_traces_once_per_signature_and_replays():
+    calls = []
+
+    def f(x, y, scale=2.0):
+        calls.append(x.shape)
+        return mx.exp(x) * y + scale
+
+    cf = mx.compile(f)
+    x, y = mx.array([0.0, 1.0]), mx.array([2.0, 3.0])
+    close(cf(x, y), np.exp([0.0, 1.0]) * [2.0, 3.0] + 2.0)
+    close(cf(x + 1, y), np.exp([1.0, 2.0]) * [2.0, 3.0] + 2.0)  # replayed, not called
+    assert len(calls) == 1
+    close(cf(mx.ones((3,)), mx.ones((3,))), np.exp(np.ones(3)) + 2.0)  # new shape: traced again
+    close(cf(x, y, scale=5.0), np.exp([0.0, 1.0]) * [2.0, 3.0] + 5.0)  # new non-array value
+    assert len(calls) == 3
+    # Gradients through a compiled function, and compiled gradients.
+    g = mx.grad(lambda x: mx.sum(cf(x, y)))(x)
+    close(g, np.exp([0.0, 1.0]) * [2.0, 3.0])
+    cg = mx.compile(mx.grad(lambda x: mx.sum(mx.sin(x))))
+    close(cg(x), np.cos([0.0, 1.0]))
+    close(cg(x * 2), np.cos([0.0, 2.0]))
+    # From many threads at once.
+    with ThreadPoolExecutor(8) as pool:
+        for i, r in enumerate(pool.map(lambda i: np.array(cf(x + i, y)), range(16))):
+            np.testing.assert_allclose(r, np.exp(np.array([0.0, 1.0]) + i) * [2.0, 3.0] + 2.0, rtol=1e-5)
+    mx.disable_compile()
+    try:
+        cf(x, y)
+        assert len(calls) == 4  # called directly
+    finally:
+        mx.enable_compile()
+
+
+def test_grad_argument_checks_match_mlx():
+    f = lambda x: x
+    with pytest.raises(ValueError):
+        mx.grad(f)("hello")  # not an array
+    with pytest.raises(ValueError):
+        mx.grad(lambda x: mx.sum(x, keepdims=True))(mx.ones((2, 2)))  # shape (1, 1) is not a scalar
+    with pytest.raises(ValueError):
+        mx.grad(lambda x: (mx.sum(x), x))(mx.ones(2))  # grad needs one output; value_and_grad takes aux
+    with pytest.raises(ValueError):
+        mx.value_and_grad(f, ())
+    with pytest.raises(ValueError):
+        mx.grad(f, argnums=(0, 0))
+    with pytest.raises(TypeError):
+        mx.value_and_grad(f, (None, None))
