@@ -61,7 +61,7 @@ fn bad_checkpoints_are_errors() {
     let dir = std::env::temp_dir().join(format!("weft-bad-model-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let res = SentenceEmbedder::load(&dir);
-    assert!(matches!(res, Err(Error::Io(_))), "{res:?}");
+    assert!(matches!(res, Err(Error::Io(_))), "{:?}", res.err());
     std::fs::write(dir.join("config.json"), "{\"hidden_size\": 8}").unwrap();
     let e = SentenceEmbedder::load(&dir).err().unwrap();
     assert!(e.to_string().contains("config.json"), "{e}");
