@@ -64,10 +64,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Axes {
 /// `axis=` of a reduction, softmax or logsumexp as weft's axes: `None` is
 /// every axis, `[]` none.
 pub fn over(axis: Option<Axes>) -> weft::shape::Axes {
-    match axis {
-        None => weft::shape::Axes::All,
-        Some(axes) => weft::shape::Axes::These(axes.to_vec()),
-    }
+    axis.map(|a| a.to_vec()).into()
 }
 
 impl Axes {

@@ -354,10 +354,7 @@ pub fn pad(a: &Array, widths: &[(usize, usize)], mode: PadMode) -> Result<Array>
 pub(crate) fn axes_to_end(a: &Array, axes: &[usize]) -> Result<Array> {
     let rest = (0..a.ndim()).filter(|d| !axes.contains(d));
     let perm: Vec<isize> = rest.chain(axes.iter().copied()).map(|d| d as isize).collect();
-    if perm.iter().enumerate().all(|(i, &p)| i as isize == p) {
-        return Ok(a.clone());
-    }
-    transpose(a, &perm)
+    permuted(a, &perm)
 }
 
 /// The inverse of [`axes_to_end`]: the last `axes.len()` axes of `a` moved
@@ -370,8 +367,13 @@ pub(crate) fn from_end(a: &Array, axes: &[usize]) -> Result<Array> {
         .map(|d| if axes.contains(&d) { moved.next() } else { rest.next() })
         .map(|p| p.expect("axes are distinct and in range") as isize)
         .collect();
+    permuted(a, &perm)
+}
+
+/// `a` permuted by `perm`; `a` itself when `perm` is the identity.
+fn permuted(a: &Array, perm: &[isize]) -> Result<Array> {
     if perm.iter().enumerate().all(|(i, &p)| i as isize == p) {
         return Ok(a.clone());
     }
-    transpose(a, &perm)
+    transpose(a, perm)
 }
