@@ -1,6 +1,7 @@
-//! The scheduler's node state machine (`weft/src/scheduler/node.rs`) and its
-//! sync facade, compiled on their own so the loom model checks build in
-//! seconds instead of compiling all of weft under `--cfg loom`:
+//! The scheduler's state machines, the node's (`weft/src/scheduler/node.rs`)
+//! and the queue's (`weft/src/scheduler/lane.rs`), with their sync facade,
+//! compiled on their own so the loom model checks build in seconds instead
+//! of compiling all of weft under `--cfg loom`:
 //!
 //! `RUSTFLAGS="--cfg loom" cargo test -p weft-loom --release`
 #![allow(dead_code)]
@@ -8,5 +9,10 @@
 #[path = "../../weft/src/sync.rs"]
 mod sync;
 
-#[path = "../../weft/src/scheduler/node.rs"]
-pub mod node;
+/// The same module tree as in weft, so the files' `super::` paths resolve
+/// (the attribute makes weft's scheduler folder this module's folder).
+#[path = "../../weft/src/scheduler"]
+pub mod scheduler {
+    pub mod lane;
+    pub mod node;
+}

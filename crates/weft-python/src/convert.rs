@@ -3,12 +3,13 @@
 //! happens with the GIL released.
 
 use crate::array::PyArray;
-use crate::errors::{eval_error, OpResult};
+use crate::errors::{eval_error, no_panic, OpResult};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyList, PySequence, PyTuple};
 use weft::buffer::CpuElement;
 use weft::dtype::Element;
+use weft::shape::MAX_NDIM;
 use weft::{ops, Array, Dtype};
 
 pub(crate) use weft::with_dtype;
@@ -76,7 +77,16 @@ impl Scalar {
 
 /// `ob` as an array: an `array` (cast to `dtype` if given), a Python scalar,
 /// a nested list or tuple, or anything NumPy can convert.
+///
+/// Nested sequences deeper than `weft::shape::MAX_NDIM` (a list that
+/// contains itself, a list nested 200,000 deep) raise `ValueError`: every
+/// walk here is bounded by that depth, so none can overflow the stack.
 pub fn to_array(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>) -> PyResult<Array> {
+    no_panic(|| to_array_at(ob, dtype, 0))
+}
+
+/// `to_array` of an element found `depth` levels down a nested sequence.
+fn to_array_at(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>, depth: usize) -> PyResult<Array> {
     let py = ob.py();
     if let Ok(a) = ob.cast::<PyArray>() {
         let a = a.get().array();
@@ -89,7 +99,7 @@ pub fn to_array(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>) -> PyResult<Array> 
         return Ok(s.to_array(dtype.unwrap_or_else(|| s.default_dtype())));
     }
     if ob.is_instance_of::<PyList>() || ob.is_instance_of::<PyTuple>() {
-        return from_sequence(ob, dtype);
+        return from_sequence(ob, dtype, depth);
     }
     if ob.hasattr("__array_interface__")? || ob.hasattr("__array__")? {
         let a = from_numpy(ob)?;
@@ -121,6 +131,9 @@ fn walk(
 ) -> PyResult<Result<(), HoldsArrays>> {
     let ragged = || PyValueError::new_err("Initialization encountered non-uniform length.");
     if ob.is_instance_of::<PyList>() || ob.is_instance_of::<PyTuple>() {
+        if depth >= MAX_NDIM {
+            return Err(too_deep());
+        }
         let seq = ob.cast::<PySequence>()?;
         let n = seq.len()?;
         if shape.len() == depth {
@@ -157,11 +170,22 @@ fn walk(
     Ok(Ok(()))
 }
 
-fn from_sequence(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>) -> PyResult<Array> {
-    let (mut shape, mut leaves) = (Vec::new(), Vec::new());
-    if walk(ob, 0, &mut shape, &mut None, &mut leaves)?.is_err() {
-        return stack_sequence(ob, dtype);
+/// A sequence nested deeper than an array may have dimensions (or one that
+/// contains itself).
+fn too_deep() -> PyErr {
+    PyValueError::new_err(format!(
+        "a nested sequence deeper than {MAX_NDIM} levels (or one that contains itself) cannot be an array"
+    ))
+}
+
+fn from_sequence(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>, depth: usize) -> PyResult<Array> {
+    let mut leaves = Vec::new();
+    // `depth` levels are used above `ob` (arrays stacked in outer lists).
+    let mut outer = vec![0; depth];
+    if walk(ob, depth, &mut outer, &mut None, &mut leaves)?.is_err() {
+        return stack_sequence(ob, dtype, depth);
     }
+    let shape = outer.split_off(depth);
     let dtype = dtype.unwrap_or_else(|| {
         let any = |f: fn(&Scalar) -> bool| leaves.iter().any(f);
         if leaves.is_empty() || any(|s| matches!(s, Scalar::Float(_))) {
@@ -177,11 +201,11 @@ fn from_sequence(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>) -> PyResult<Array>
 
 /// A list whose elements are arrays (or hold them): the elements stacked
 /// along a new first axis.
-fn stack_sequence(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>) -> PyResult<Array> {
+fn stack_sequence(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>, depth: usize) -> PyResult<Array> {
     let parts = ob
         .cast::<PySequence>()?
         .try_iter()?
-        .map(|item| to_array(&item?, dtype))
+        .map(|item| to_array_at(&item?, dtype, depth + 1))
         .collect::<PyResult<Vec<_>>>()?;
     if parts.iter().any(|p| p.shape() != parts[0].shape()) {
         return Err(PyValueError::new_err("Initialization encountered non-uniform length."));
@@ -213,7 +237,10 @@ fn from_numpy(ob: &Bound<'_, PyAny>) -> PyResult<Array> {
     let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
     let bytes = arr.call_method0("tobytes")?;
     let bytes = bytes.cast::<PyBytes>()?.as_bytes();
-    let a = with_dtype!(dtype, T => Array::from_vec(copy_detached(py, bytes, from_bytes::<T>), &shape).py()?);
+    // Reserved before it is allocated (MemoryError past the limit); bool
+    // bytes that are not 0/1 read as True, as in NumPy, never as an
+    // invalid Rust bool.
+    let a = copy_detached(py, bytes, |b| Array::from_bytes(b, dtype, &shape)).py()?;
     if dtype == Dtype::F64 {
         let a = ops::astype(&a, Dtype::F32).py()?;
         py.detach(|| a.eval()).map_err(eval_error)?;
@@ -223,7 +250,7 @@ fn from_numpy(ob: &Bound<'_, PyAny>) -> PyResult<Array> {
 }
 
 /// `f(bytes)` with the GIL released.
-fn copy_detached<R: Send>(py: Python<'_>, bytes: &[u8], f: fn(&[u8]) -> R) -> R {
+fn copy_detached<R: Send>(py: Python<'_>, bytes: &[u8], f: impl FnOnce(&[u8]) -> R + Send) -> R {
     let (ptr, len) = (bytes.as_ptr() as usize, bytes.len());
     py.detach(move || {
         // SAFETY: `bytes` is the buffer of a Python `bytes` object the caller
@@ -232,20 +259,6 @@ fn copy_detached<R: Send>(py: Python<'_>, bytes: &[u8], f: fn(&[u8]) -> R) -> R 
         let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
         f(bytes)
     })
-}
-
-/// Elements of type `T` copied out of native-endian `bytes`.
-fn from_bytes<T: CpuElement>(bytes: &[u8]) -> Vec<T> {
-    let n = bytes.len() / std::mem::size_of::<T>();
-    let mut v: Vec<T> = Vec::with_capacity(n);
-    // SAFETY: `v` has room for `n` elements, `bytes` holds `n * size_of::<T>()`
-    // bytes, and every element type is plain data for which any bit pattern
-    // NumPy wrote is valid (NumPy's bools are 0 or 1, as Rust's).
-    unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr().cast::<u8>(), n * std::mem::size_of::<T>());
-        v.set_len(n);
-    }
-    v
 }
 
 /// The bytes of `v`'s elements.
@@ -257,7 +270,7 @@ fn as_bytes<T: CpuElement>(v: &[T]) -> &[u8] {
 
 /// The elements of `a` (evaluating it first), with the GIL released.
 pub fn read<T: CpuElement>(py: Python<'_>, a: &Array) -> PyResult<Vec<T>> {
-    py.detach(|| a.to_vec::<T>()).map_err(eval_error)
+    py.detach(|| weft::catch_panic(|| a.to_vec::<T>())).map_err(eval_error)
 }
 
 /// One element as a Python `bool`, `int` or `float`, by dtype.

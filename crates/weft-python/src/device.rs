@@ -167,7 +167,13 @@ thread_local! {
     /// Guards of the `with stream(s)` blocks open on this thread, innermost
     /// last. `ManuallyDrop`: a thread that ends inside a block must not run
     /// a guard's drop during thread-local teardown.
-    static OPEN_CONTEXTS: RefCell<Vec<ManuallyDrop<StreamGuard>>> = const { RefCell::new(Vec::new()) };
+    /// Each is tagged with its `StreamContext` object, so `__exit__` ends the
+    /// block that context entered (the latest, for a context entered twice),
+    /// not whatever is on top: blocks of interleaved asyncio tasks or
+    /// generators may exit in any order (weft's `StreamGuard` removes its
+    /// own scope). A context exited on another thread than it was entered on
+    /// has no block there and changes nothing.
+    static OPEN_CONTEXTS: RefCell<Vec<(usize, ManuallyDrop<StreamGuard>)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// `with stream(s):` makes `s` the current stream of the calling thread.
@@ -177,12 +183,18 @@ pub struct StreamContext(Stream);
 #[pymethods]
 impl StreamContext {
     fn __enter__(&self) {
-        OPEN_CONTEXTS.with(|c| c.borrow_mut().push(ManuallyDrop::new(StreamGuard::new(self.0))));
+        let me = self as *const Self as usize;
+        OPEN_CONTEXTS.with(|c| c.borrow_mut().push((me, ManuallyDrop::new(StreamGuard::new(self.0)))));
     }
 
     #[pyo3(signature = (*_args))]
     fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) {
-        let guard = OPEN_CONTEXTS.with(|c| c.borrow_mut().pop());
+        let me = self as *const Self as usize;
+        let guard = OPEN_CONTEXTS.with(|c| {
+            let mut c = c.borrow_mut();
+            let i = c.iter().rposition(|(ctx, _)| *ctx == me)?;
+            Some(c.remove(i).1)
+        });
         if let Some(g) = guard {
             drop(ManuallyDrop::into_inner(g));
         }

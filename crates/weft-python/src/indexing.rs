@@ -146,8 +146,12 @@ enum Label {
     Gathered(usize),
 }
 
-/// `a[key]`.
+/// `a[key]` (a panic inside is a RuntimeError, never PanicException).
 pub fn get_item(a: &Array, key: &Bound<'_, PyAny>) -> PyResult<Array> {
+    crate::errors::no_panic(|| get_item_unguarded(a, key))
+}
+
+fn get_item_unguarded(a: &Array, key: &Bound<'_, PyAny>) -> PyResult<Array> {
     let py = key.py();
     let items = parse_key(key)?;
     let has_array = items.iter().any(|i| matches!(i, Index::Array { .. }));
@@ -344,6 +348,10 @@ fn gather(sliced: &Array, items: &[Index], gathers: &[(usize, Array)]) -> PyResu
 /// `target[key] = value`: `target` then refers to `slice_update` of the
 /// array it referred to; arrays built from it before keep the old values.
 pub fn set_item(target: &PyArray, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    crate::errors::no_panic(|| set_item_unguarded(target, key, value))
+}
+
+fn set_item_unguarded(target: &PyArray, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
     let a = target.array();
     let items = parse_key(key)?;
     if items.iter().any(|i| matches!(i, Index::Array { .. })) {

@@ -3,23 +3,54 @@
 
 use crate::array::PyArray;
 use crate::errors::eval_error;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use weft::Array;
 
+/// How deep a tree of containers `eval` walks before it gives up (Python's
+/// own recursion limit is 1000; weft's walk must stay far from the native
+/// stack's end on any thread).
+const MAX_TREE_DEPTH: usize = 256;
+
 /// The arrays in a tree of lists, tuples and dicts; other leaves are skipped.
+/// A container that contains itself, or a tree deeper than
+/// `MAX_TREE_DEPTH`, raises `ValueError` instead of overflowing the stack.
 fn collect(ob: &Bound<'_, PyAny>, out: &mut Vec<Array>) -> PyResult<()> {
+    collect_in(ob, out, &mut Vec::new())
+}
+
+/// `collect`, with `path` the containers from the root down to `ob`.
+fn collect_in(ob: &Bound<'_, PyAny>, out: &mut Vec<Array>, path: &mut Vec<usize>) -> PyResult<()> {
     if let Ok(a) = ob.cast::<PyArray>() {
         out.push(a.get().array());
-    } else if ob.is_instance_of::<PyList>() || ob.is_instance_of::<PyTuple>() {
-        for item in ob.try_iter()? {
-            collect(&item?, out)?;
-        }
-    } else if let Ok(d) = ob.cast::<PyDict>() {
+        return Ok(());
+    }
+    let is_seq = ob.is_instance_of::<PyList>() || ob.is_instance_of::<PyTuple>();
+    let dict = ob.cast::<PyDict>().ok();
+    if !is_seq && dict.is_none() {
+        return Ok(());
+    }
+    let id = ob.as_ptr() as usize;
+    if path.contains(&id) {
+        return Err(PyValueError::new_err("eval: a container in the arguments contains itself"));
+    }
+    if path.len() >= MAX_TREE_DEPTH {
+        return Err(PyValueError::new_err(format!(
+            "eval: containers nested more than {MAX_TREE_DEPTH} deep"
+        )));
+    }
+    path.push(id);
+    if let Some(d) = dict {
         for v in d.values() {
-            collect(&v, out)?;
+            collect_in(&v, out, path)?;
+        }
+    } else {
+        for item in ob.try_iter()? {
+            collect_in(&item?, out, path)?;
         }
     }
+    path.pop();
     Ok(())
 }
 
@@ -30,7 +61,7 @@ fn collect(ob: &Bound<'_, PyAny>, out: &mut Vec<Array>) -> PyResult<()> {
 fn eval(py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<()> {
     let mut arrays = Vec::new();
     collect(args.as_any(), &mut arrays)?;
-    py.detach(|| weft::eval(&arrays)).map_err(eval_error)
+    py.detach(|| weft::catch_panic(|| weft::eval(&arrays))).map_err(eval_error)
 }
 
 /// Starts evaluating the arrays in `args` and returns without waiting.
@@ -39,7 +70,7 @@ fn eval(py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<()> {
 fn async_eval(py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<()> {
     let mut arrays = Vec::new();
     collect(args.as_any(), &mut arrays)?;
-    py.detach(|| weft::async_eval(&arrays)).map_err(eval_error)
+    py.detach(|| weft::catch_panic(|| weft::async_eval(&arrays))).map_err(eval_error)
 }
 
 /// Caps the bytes weft's buffers may hold; returns the previous limit.

@@ -4,7 +4,7 @@ use crate::buffer::{CpuBuffer, CpuElement, Data};
 use crate::dtype::Dtype;
 use crate::primitive::Primitive;
 use crate::scheduler::node::{NodeState, DONE};
-use crate::shape::numel;
+use crate::shape::{check_shape, numel};
 use crate::stream::{current_stream, Stream};
 use crate::transforms::trace::{self, Tape, TapeOp};
 use crate::{Error, Result};
@@ -79,13 +79,16 @@ impl Array {
     }
 
     /// A lazy node on the calling thread's current stream. Used by `ops`,
-    /// which have checked shapes and dtypes.
-    pub(crate) fn from_op(prim: Primitive, inputs: Vec<Array>, shape: Vec<usize>, dtype: Dtype) -> Array {
+    /// which have checked dtypes and how shapes fit; the shape itself passes
+    /// `shape::check_shape` here, the one place every node is made, so no
+    /// array's element count, strides or byte size can overflow.
+    pub(crate) fn from_op(prim: Primitive, inputs: Vec<Array>, shape: Vec<usize>, dtype: Dtype) -> Result<Array> {
+        check_shape(&shape, dtype.size())?;
         let stream = current_stream();
         let traces = trace::union(&inputs);
         let tape = (!traces.is_empty())
             .then(|| Box::new(Tape { traces, op: TapeOp::Prim(prim.clone()), inputs: inputs.clone() }));
-        Array::with_tape(shape, dtype, stream, Some(Graph { prim, inputs }), NodeState::pending(), tape)
+        Ok(Array::with_tape(shape, dtype, stream, Some(Graph { prim, inputs }), NodeState::pending(), tape))
     }
 
     /// The same value as `a` in a new node that carries `tape` instead of
@@ -115,7 +118,7 @@ impl Array {
 
     /// An array of `shape` owning `data` (row-major), without copying.
     pub fn from_vec<T: CpuElement>(data: Vec<T>, shape: &[usize]) -> Result<Array> {
-        if data.len() != numel(shape) {
+        if data.len() != check_shape(shape, T::DTYPE.size())? {
             return Err(Error::Shape(format!(
                 "{} elements cannot fill shape {shape:?} ({} elements)",
                 data.len(),
@@ -123,6 +126,22 @@ impl Array {
             )));
         }
         Ok(Array::from_data(Data::cpu(CpuBuffer::from_vec(data)?, shape), T::DTYPE))
+    }
+
+    /// An array of `shape` and `dtype` copied from native-endian `bytes`
+    /// (a NumPy array's memory), reserving memory before allocating; bool
+    /// bytes other than 0 read as true (`CpuBuffer::from_ne_bytes`).
+    pub fn from_bytes(bytes: &[u8], dtype: Dtype, shape: &[usize]) -> Result<Array> {
+        let n = check_shape(shape, dtype.size())?;
+        if bytes.len() != n * dtype.size() {
+            return Err(Error::Shape(format!(
+                "{} bytes cannot fill shape {shape:?} of {dtype} ({} bytes)",
+                bytes.len(),
+                n * dtype.size()
+            )));
+        }
+        let buffer = CpuBuffer::from_ne_bytes(dtype, bytes)?;
+        Ok(Array::from_data(Data::cpu(buffer, shape), dtype))
     }
 
     /// A zero-dimensional array.

@@ -55,6 +55,26 @@ impl Drop for Reservation {
     }
 }
 
+/// The one path for host allocations of elements (kernel outputs, copies,
+/// reads, conversions): reserves `n` elements of `T` against the memory limit
+/// *before* allocating, then asks the allocator without aborting on failure.
+/// Either failure is [`Error::OutOfMemory`], never a crash. The reservation
+/// is returned with the (empty, `n`-capacity) Vec: hold it while the memory
+/// counts as weft's.
+pub fn host_vec<T>(n: usize) -> Result<(Vec<T>, Reservation)> {
+    let limit = || LIMIT.load(Ordering::Relaxed);
+    let Some(bytes) = n.checked_mul(std::mem::size_of::<T>()) else {
+        return Err(Error::OutOfMemory { requested: usize::MAX, in_use: active_memory(), limit: limit() });
+    };
+    let reservation = Reservation::new(bytes)?;
+    let mut v = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        let in_use = active_memory().saturating_sub(bytes);
+        return Err(Error::OutOfMemory { requested: bytes, in_use, limit: limit() });
+    }
+    Ok((v, reservation))
+}
+
 /// Host memory of one array (or of several views of it).
 #[derive(Debug)]
 pub struct CpuBuffer {
@@ -137,7 +157,9 @@ impl CpuData {
 }
 
 impl CpuBuffer {
-    /// A buffer holding `v`, counted against the memory limit.
+    /// A buffer holding `v`, counted against the memory limit. For memory
+    /// that exists already (the caller's); weft's own allocations go through
+    /// [`CpuBuffer::build`], which reserves first.
     pub fn from_vec<T: CpuElement>(v: Vec<T>) -> Result<CpuBuffer> {
         let reservation = Reservation::new(v.len() * std::mem::size_of::<T>())?;
         Ok(CpuBuffer { data: T::wrap(v), device_copy: Default::default(), _reservation: reservation })
@@ -147,16 +169,38 @@ impl CpuBuffer {
     /// with room for `n` and must push exactly `n`. The reservation is taken
     /// before the allocation, so exceeding the limit never touches memory.
     pub fn build<T: CpuElement>(n: usize, fill: impl FnOnce(&mut Vec<T>)) -> Result<CpuBuffer> {
-        let reservation = Reservation::new(n.saturating_mul(std::mem::size_of::<T>()))?;
-        let mut v = Vec::new();
-        v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
-            requested: n * std::mem::size_of::<T>(),
-            in_use: active_memory(),
-            limit: LIMIT.load(Ordering::Relaxed),
-        })?;
+        let (mut v, reservation) = host_vec::<T>(n)?;
         fill(&mut v);
         debug_assert_eq!(v.len(), n);
         Ok(CpuBuffer { data: T::wrap(v), device_copy: Default::default(), _reservation: reservation })
+    }
+
+    /// A buffer of `dtype` elements copied from native-endian `bytes` (a
+    /// NumPy array's memory, a file's), reserving before allocating. Bool
+    /// bytes other than 0 are read as true, as NumPy does; the copy holds
+    /// only 0 and 1, the values Rust's `bool` may take.
+    pub fn from_ne_bytes(dtype: Dtype, bytes: &[u8]) -> Result<CpuBuffer> {
+        fn copy<T: CpuElement>(bytes: &[u8]) -> Result<CpuBuffer> {
+            let size = std::mem::size_of::<T>();
+            if bytes.len() % size != 0 {
+                return Err(Error::Shape(format!("{} bytes do not hold whole {} elements", bytes.len(), T::DTYPE)));
+            }
+            let n = bytes.len() / size;
+            CpuBuffer::build::<T>(n, |v| {
+                // SAFETY: `v` has capacity for `n` elements (`build`), `bytes`
+                // holds `n * size` bytes and does not overlap `v`, and every
+                // bit pattern is a valid value of every element type but
+                // bool, whose bytes `from_ne_bytes` made 0 or 1 first.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr().cast::<u8>(), n * size);
+                    v.set_len(n);
+                }
+            })
+        }
+        if dtype == Dtype::Bool {
+            return CpuBuffer::build::<bool>(bytes.len(), |v| v.extend(bytes.iter().map(|&b| b != 0)));
+        }
+        crate::with_dtype!(dtype, T => copy::<T>(bytes))
     }
 
     pub fn dtype(&self) -> Dtype {
@@ -179,6 +223,20 @@ mod tests {
         let b = CpuBuffer::from_vec(vec![1.0f32; 1000]).unwrap();
         assert_eq!(b.as_slice::<f32>()[999], 1.0);
         assert_eq!(b.dtype(), Dtype::F32);
+    }
+
+    #[test]
+    fn bool_bytes_are_normalized() {
+        let b = CpuBuffer::from_ne_bytes(Dtype::Bool, &[2, 1, 0, 255]).unwrap();
+        let v: Vec<u8> = b.as_slice::<bool>().iter().map(|&x| x as u8).collect();
+        assert_eq!(v, vec![1, 1, 0, 1]);
+    }
+
+    #[test]
+    fn host_vec_refuses_before_allocating() {
+        assert!(matches!(host_vec::<f32>(usize::MAX / 2), Err(Error::OutOfMemory { .. })));
+        // Past what the allocator can give: an error, not an abort.
+        assert!(matches!(host_vec::<u8>(1 << 62), Err(Error::OutOfMemory { .. })));
     }
 }
 
@@ -239,7 +297,7 @@ impl Data {
         if T::DTYPE != self.buffer.dtype() {
             return Err(Error::Dtype(format!("cannot read {} data as {}", self.buffer.dtype(), T::DTYPE)));
         }
-        Ok(crate::backend::cpu::to_vec::<T>(&self.to_host()?))
+        crate::backend::cpu::to_vec::<T>(&self.to_host()?)
     }
 
     /// The CPU buffer; kernels of the CPU backend only ever see CPU data.

@@ -41,7 +41,7 @@ pub use buffer::{active_memory, peak_memory, reset_peak_memory, set_memory_limit
 pub use device::{default_device, set_default_device, Device, DeviceType};
 pub use dtype::Dtype;
 pub use shape::Axes;
-pub use error::{Error, Result};
+pub use error::{catch_panic, Error, Result};
 pub use scheduler::{async_eval, eval, kernels_run, set_max_in_flight};
 pub use stream::{
     current_stream, default_stream, set_default_stream, set_stream_pool_size, synchronize,

@@ -2,6 +2,47 @@
 
 use crate::{bail, Result};
 
+/// The most dimensions an array may have (NumPy's limit). Past it, shape
+/// checks fail with `Error::Shape`, so no walk over dimensions (a Python
+/// `tolist`, a kernel's index odometer) can recurse or loop unboundedly.
+pub const MAX_NDIM: usize = 64;
+
+/// The one check every shape passes where it is made (docs/architecture.md,
+/// "Shapes"): at most [`MAX_NDIM`] dimensions, and the element count and the
+/// extent in bytes of a contiguous array of `elem_size`-byte elements fit in
+/// `isize`, with zero-sized dimensions counted as 1 (so the strides of an
+/// empty array fit too). Returns the element count.
+///
+/// Every `Array` passes it at construction, so `numel`, `contiguous_strides`
+/// and byte counts (`numel * dtype.size()`) of an existing array never
+/// overflow, on any backend.
+///
+/// ```
+/// use weft::shape::check_shape;
+/// assert_eq!(check_shape(&[2, 3], 4).unwrap(), 6);
+/// assert!(matches!(check_shape(&[1 << 32, 1 << 32], 4), Err(weft::Error::Shape(_))));
+/// ```
+pub fn check_shape(shape: &[usize], elem_size: usize) -> Result<usize> {
+    if shape.len() > MAX_NDIM {
+        bail!(Shape, "an array can have at most {MAX_NDIM} dimensions, got {}", shape.len());
+    }
+    let too_big = || crate::Error::Shape(format!("shape {shape:?} is too large to address"));
+    let max = isize::MAX as usize / elem_size.max(1);
+    let mut extent = 1usize;
+    let mut n = 1usize;
+    for &d in shape {
+        extent = extent.checked_mul(d.max(1)).filter(|&e| e <= max).ok_or_else(too_big)?;
+        n *= d; // n <= extent: cannot overflow
+    }
+    Ok(n)
+}
+
+/// Number of elements of `shape`, or `Error::Shape` when it does not fit
+/// (for shapes not yet checked: user input, products of other shapes).
+pub fn checked_numel(shape: &[usize]) -> Result<usize> {
+    check_shape(shape, 1)
+}
+
 /// Row-major strides (in elements) of a contiguous array of `shape`.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
     let mut strides = vec![0isize; shape.len()];
@@ -13,7 +54,8 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
     strides
 }
 
-/// Number of elements of `shape`.
+/// Number of elements of `shape`: for shapes that passed [`check_shape`]
+/// (every array's), which cannot overflow.
 pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
@@ -32,6 +74,7 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
             _ => bail!(Shape, "shapes {a:?} and {b:?} cannot be broadcast together"),
         };
     }
+    checked_numel(&out)?;
     Ok(out)
 }
 
@@ -303,6 +346,20 @@ mod tests {
         assert!(matches!(Axes::from(3).normalize(3), Err(crate::Error::InvalidArgument(_))));
         assert!(matches!(Axes::from(&[1, -2]).normalize(3), Err(crate::Error::InvalidArgument(_))));
         assert_eq!(Axes::from(None::<Vec<isize>>), Axes::All);
+    }
+
+    #[test]
+    fn shape_checks_catch_overflow() {
+        use crate::Error;
+        assert_eq!(check_shape(&[], 8).unwrap(), 1);
+        assert_eq!(check_shape(&[0, 5], 8).unwrap(), 0);
+        assert!(matches!(check_shape(&[1 << 32, 1 << 32], 1), Err(Error::Shape(_))));
+        assert!(matches!(check_shape(&[(1 << 62) + 1, 4], 4), Err(Error::Shape(_))));
+        // Empty, but its strides would overflow.
+        assert!(matches!(check_shape(&[0, 1 << 40, 1 << 40], 4), Err(Error::Shape(_))));
+        assert!(matches!(check_shape(&[1; MAX_NDIM + 1], 4), Err(Error::Shape(_))));
+        assert!(matches!(check_shape(&[1 << 61], 8), Err(Error::Shape(_))));
+        assert!(matches!(broadcast_shapes(&[1 << 32, 1], &[1 << 32]), Err(Error::Shape(_))));
     }
 
     #[test]

@@ -90,15 +90,26 @@ impl Stream {
     pub fn resolve(self) -> Stream {
         match self.kind {
             Kind::Queue(_) => self,
+            // Queue `(base + id) mod pool size`, with `base` one number per
+            // (thread, device) taken round-robin from the pool on first use:
+            // the same stream on the same thread always names the same queue,
+            // different threads spread over the pool, and a thread that uses
+            // a new thread-local stream per request stores nothing more (no
+            // per-stream record to grow or scan).
             Kind::ThreadLocal(id) => THREAD.with(|t| {
+                let Ok(p) = pool(self.device) else {
+                    return Stream { device: self.device, kind: Kind::Queue(0) };
+                };
                 let mut t = t.borrow_mut();
-                if let Some(&(_, _, q)) =
-                    t.thread_local.iter().find(|(d, i, _)| *d == self.device && *i == id)
-                {
-                    return Stream { device: self.device, kind: Kind::Queue(q) };
-                }
-                let q = pool(self.device).map(|p| p.next_index()).unwrap_or(0);
-                t.thread_local.push((self.device, id, q));
+                let base = match t.local_base.iter().find(|(d, _)| *d == self.device) {
+                    Some(&(_, b)) => b,
+                    None => {
+                        let b = p.next_index();
+                        t.local_base.push((self.device, b));
+                        b
+                    }
+                };
+                let q = ((base as u64 + id as u64) % p.queues.len() as u64) as u32;
                 Stream { device: self.device, kind: Kind::Queue(q) }
             }),
         }
@@ -116,12 +127,16 @@ impl Stream {
 }
 
 /// Per-thread stream state. Holds only `Copy` values: a thread that exits
-/// leaves nothing behind but this small record, freed with the thread.
+/// leaves nothing behind but this small record, freed with the thread. Its
+/// size is bounded by the devices used and the scopes open, whatever the
+/// thread does (no entry per stream).
 #[derive(Default)]
 struct ThreadStreams {
     defaults: Vec<(Device, Stream)>,
-    scoped: Vec<Stream>,
-    thread_local: Vec<(Device, u32, u32)>,
+    /// Open scopes, innermost last, each tagged with its guard's id.
+    scoped: Vec<(u64, Stream)>,
+    /// Per device, where this thread's thread-local streams start in the pool.
+    local_base: Vec<(Device, u32)>,
 }
 
 thread_local! {
@@ -155,7 +170,7 @@ pub fn set_default_stream(stream: Stream) {
 /// The stream ops built on this thread go to now (concrete): the innermost
 /// scoped stream, else the default stream of the default device.
 pub fn current_stream() -> Stream {
-    let scoped = THREAD.with(|t| t.borrow().scoped.last().copied());
+    let scoped = THREAD.with(|t| t.borrow().scoped.last().map(|&(_, s)| s));
     scoped.unwrap_or_else(|| default_stream(default_device())).resolve()
 }
 
@@ -173,21 +188,34 @@ pub fn with_stream<R>(stream: Stream, f: impl FnOnce() -> R) -> R {
 
 /// Makes a stream current on this thread until dropped. Not `Send`: it
 /// belongs to the thread that made it.
+///
+/// Dropping a guard removes its own scope, wherever it sits: guards dropped
+/// out of order (Python `with` blocks of interleaved asyncio tasks or
+/// generators on one thread) leave every other open scope in place, and the
+/// current stream is the innermost scope still open. In order, each drop
+/// restores the stream current when its guard was made.
 pub struct StreamGuard {
+    id: u64,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl StreamGuard {
     pub fn new(stream: Stream) -> StreamGuard {
-        THREAD.with(|t| t.borrow_mut().scoped.push(stream));
-        StreamGuard { _not_send: std::marker::PhantomData }
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        THREAD.with(|t| t.borrow_mut().scoped.push((id, stream)));
+        StreamGuard { id, _not_send: std::marker::PhantomData }
     }
 }
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
-        THREAD.with(|t| {
-            t.borrow_mut().scoped.pop();
+        // `try_with`: a guard dropped during thread teardown has nothing to undo.
+        let _ = THREAD.try_with(|t| {
+            let mut t = t.borrow_mut();
+            if let Some(i) = t.scoped.iter().rposition(|&(id, _)| id == self.id) {
+                t.scoped.remove(i);
+            }
         });
     }
 }
@@ -287,4 +315,47 @@ fn pool(device: Device) -> Result<&'static Pool> {
         };
         Pool { device, queues: (0..n).map(|_| OnceLock::new()).collect(), next: AtomicU32::new(0) }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Guards dropped out of order each remove their own scope (issue 10
+    /// item 9): the old stack popped whatever was on top.
+    #[test]
+    fn out_of_order_guards_restore_their_own_scope() {
+        let d = Device::cpu();
+        let (s1, s2) = (Stream::new(d).unwrap(), Stream::new(d).unwrap());
+        let before = current_stream();
+        let g1 = StreamGuard::new(s1);
+        let g2 = StreamGuard::new(s2);
+        drop(g1); // exits first, though entered first
+        assert_eq!(current_stream(), s2);
+        drop(g2);
+        assert_eq!(current_stream(), before);
+    }
+
+    /// A new thread-local stream per request leaves the thread's record the
+    /// same size (issue 10 item 10), and each stream still resolves to one
+    /// queue per thread.
+    #[test]
+    fn thread_local_streams_store_nothing_per_stream() {
+        let d = Device::cpu();
+        let first = Stream::new_thread_local(d).unwrap();
+        let q = first.resolve();
+        let size = || THREAD.with(|t| {
+            let t = t.borrow();
+            t.defaults.len() + t.scoped.len() + t.local_base.len()
+        });
+        let start = size();
+        for _ in 0..10_000 {
+            let s = Stream::new_thread_local(d).unwrap();
+            assert_eq!(s.resolve(), s.resolve());
+        }
+        assert_eq!(size(), start);
+        assert_eq!(first.resolve(), q);
+        let other = std::thread::spawn(move || first.resolve()).join().unwrap();
+        assert!(!other.is_thread_local());
+    }
 }

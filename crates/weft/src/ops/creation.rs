@@ -31,7 +31,7 @@ pub fn arange(start: f64, stop: f64, step: f64, dtype: Dtype) -> Result<Array> {
         bail!(InvalidArgument, "arange needs finite bounds and a nonzero step, got ({start}, {stop}, {step})");
     }
     let n = ((stop - start) / step).ceil().max(0.0) as usize;
-    Ok(Array::from_op(Primitive::Arange { start, step }, vec![], vec![n], dtype))
+    Array::from_op(Primitive::Arange { start, step }, vec![], vec![n], dtype)
 }
 
 /// An `n x m` matrix with ones on diagonal `k` (above the main one for `k > 0`).

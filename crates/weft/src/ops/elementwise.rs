@@ -12,7 +12,7 @@ pub fn astype(a: &Array, dtype: Dtype) -> Result<Array> {
     if a.dtype() == dtype {
         return Ok(a.clone());
     }
-    Ok(Array::from_op(Primitive::AsType, vec![a.clone()], a.shape().to_vec(), dtype))
+    Array::from_op(Primitive::AsType, vec![a.clone()], a.shape().to_vec(), dtype)
 }
 
 /// A node of `op` on `a`, with the dtype rule of the op's [`Domain`].
@@ -28,7 +28,7 @@ pub fn unary(op: UnaryOp, a: &Array) -> Result<Array> {
         Domain::Float => a.dtype().at_least_float(),
     };
     let a = astype(a, dtype)?;
-    Ok(Array::from_op(Primitive::Unary(op), vec![a.clone()], a.shape().to_vec(), dtype))
+    Array::from_op(Primitive::Unary(op), vec![a.clone()], a.shape().to_vec(), dtype)
 }
 
 /// `ops::name` for every row of the unary op table (`primitive/unary.rs`).
@@ -65,7 +65,7 @@ fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
     }
     let (a, b) = (astype(a, dtype)?, astype(b, dtype)?);
     let out = if op.is_comparison() { Dtype::Bool } else { dtype };
-    Ok(Array::from_op(Primitive::Binary(op), vec![a, b], shape, out))
+    Array::from_op(Primitive::Binary(op), vec![a, b], shape, out)
 }
 
 macro_rules! binary_ops {
@@ -105,7 +105,7 @@ pub fn where_(cond: &Array, x: &Array, y: &Array) -> Result<Array> {
     let shape = broadcast_shapes(&broadcast_shapes(cond.shape(), x.shape())?, y.shape())?;
     let dtype = Dtype::promote(x.dtype(), y.dtype());
     let inputs = vec![astype(cond, Dtype::Bool)?, astype(x, dtype)?, astype(y, dtype)?];
-    Ok(Array::from_op(Primitive::Select, inputs, shape, dtype))
+    Array::from_op(Primitive::Select, inputs, shape, dtype)
 }
 
 /// `a` limited to `[min, max]` (either bound may be absent, not both).

@@ -45,7 +45,7 @@ pub fn rms_norm(x: &Array, weight: Option<&Array>, eps: f32) -> Result<Array> {
         check_feature_vector("rms_norm", "weight", x, w)?;
         inputs.push(astype(w, dtype)?);
     }
-    Ok(Array::from_op(Primitive::RmsNorm { eps }, inputs, x.shape().to_vec(), dtype))
+    Array::from_op(Primitive::RmsNorm { eps }, inputs, x.shape().to_vec(), dtype)
 }
 
 /// `(x - mean) / sqrt(var + eps) * weight + bias` over the last axis.
@@ -65,7 +65,7 @@ pub fn layer_norm(x: &Array, weight: Option<&Array>, bias: Option<&Array>, eps: 
         }
     }
     let prim = Primitive::LayerNorm { eps, has_weight: weight.is_some(), has_bias: bias.is_some() };
-    Ok(Array::from_op(prim, inputs, x.shape().to_vec(), dtype))
+    Array::from_op(prim, inputs, x.shape().to_vec(), dtype)
 }
 
 /// Rotary position embedding of `x` (`[..., L, D]`): position `offset + l`
@@ -86,7 +86,7 @@ pub fn rope(x: &Array, dims: usize, traditional: bool, base: f32, scale: f32, of
     }
     let dtype = float_type("rope", &[x])?;
     let prim = Primitive::Rope { dims, traditional, base, scale, offset };
-    Ok(Array::from_op(prim, vec![astype(x, dtype)?], x.shape().to_vec(), dtype))
+    Array::from_op(prim, vec![astype(x, dtype)?], x.shape().to_vec(), dtype)
 }
 
 /// The mask of [`scaled_dot_product_attention`].
@@ -126,5 +126,5 @@ pub fn scaled_dot_product_attention(q: &Array, k: &Array, v: &Array, scale: f32,
         inputs.push(broadcast_to(m, &[qs[0], qs[1], qs[2], ks[2]])?);
     }
     let shape = vec![qs[0], qs[1], qs[2], vs[3]];
-    Ok(Array::from_op(Primitive::Sdpa { scale, causal }, inputs, shape, dtype))
+    Array::from_op(Primitive::Sdpa { scale, causal }, inputs, shape, dtype)
 }

@@ -40,7 +40,7 @@ pub fn take(a: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
         .copied()
         .collect();
     let dtype = a.dtype();
-    Ok(Array::from_op(Primitive::Gather { axis }, vec![a, indices.clone()], shape, dtype))
+    Array::from_op(Primitive::Gather { axis }, vec![a, indices.clone()], shape, dtype)
 }
 
 /// `out[..., i, ...] = a[..., indices[..., i, ...], ...]` along `axis`:
@@ -71,7 +71,7 @@ pub fn take_along_axis(a: &Array, indices: &Array, axis: Option<isize>) -> Resul
     }
     let indices = broadcast_to(&indices, &shape)?;
     let dtype = a.dtype();
-    Ok(Array::from_op(Primitive::GatherAxis { axis }, vec![a, indices], shape, dtype))
+    Array::from_op(Primitive::GatherAxis { axis }, vec![a, indices], shape, dtype)
 }
 
 /// A new array equal to `a` with the region `a[args...]` (as in
@@ -107,6 +107,6 @@ pub fn slice_update(a: &Array, update: &Array, args: &[SliceArg]) -> Result<Arra
     }
     let update = astype(update, a.dtype())?;
     let (shape, dtype) = (a.shape().to_vec(), a.dtype());
-    Ok(Array::from_op(Primitive::SliceUpdate { start, step, region }, vec![a.clone(), update], shape, dtype))
+    Array::from_op(Primitive::SliceUpdate { start, step, region }, vec![a.clone(), update], shape, dtype)
 }
 

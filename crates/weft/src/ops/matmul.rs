@@ -32,7 +32,7 @@ pub fn matmul(a: &Array, b: &Array) -> Result<Array> {
     let with = |tail: [usize; 2]| -> Vec<usize> { batch.iter().copied().chain(tail).collect() };
     let a3 = broadcast_to(&astype(&a2, dtype)?, &with([m, k]))?;
     let b3 = broadcast_to(&astype(&b2, dtype)?, &with([k, n]))?;
-    let out = Array::from_op(Primitive::Matmul, vec![a3, b3], with([m, n]), dtype);
+    let out = Array::from_op(Primitive::Matmul, vec![a3, b3], with([m, n]), dtype)?;
     let mut shape: Vec<isize> = batch.iter().map(|&d| d as isize).collect();
     if a.ndim() > 1 {
         shape.push(m as isize);

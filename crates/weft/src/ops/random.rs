@@ -86,13 +86,13 @@ fn resolve_key(key: Option<&Array>) -> Result<Array> {
 /// Uniformly random `uint32` words of `shape`.
 pub fn bits(shape: &[usize], key: Option<&Array>) -> Result<Array> {
     let k = resolve_key(key)?;
-    Ok(Array::from_op(Primitive::RandomBits, vec![k], shape.to_vec(), Dtype::U32))
+    Array::from_op(Primitive::RandomBits, vec![k], shape.to_vec(), Dtype::U32)
 }
 
 /// `n` new keys (`uint32[n, 2]`) from `key`, independent of it and of each other.
 pub fn split(key: &Array, n: usize) -> Result<Array> {
     let k = resolve_key(Some(key))?;
-    Ok(Array::from_op(Primitive::RandomBits, vec![k], vec![n, 2], Dtype::U32))
+    Array::from_op(Primitive::RandomBits, vec![k], vec![n, 2], Dtype::U32)
 }
 
 /// Uniform floats in `[0, 1)` (float64, 32 random bits each).

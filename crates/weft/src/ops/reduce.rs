@@ -39,7 +39,7 @@ fn reduce(op: ReduceOp, a: &Array, axes: Axes, keepdims: bool) -> Result<Array> 
     for &ax in &axes {
         shape[ax] = 1;
     }
-    let out = Array::from_op(Primitive::Reduce { op, axes: axes.clone() }, vec![a], shape, dtype);
+    let out = Array::from_op(Primitive::Reduce { op, axes: axes.clone() }, vec![a], shape, dtype)?;
     squeeze_axes(out, &axes, keepdims)
 }
 
@@ -104,7 +104,7 @@ fn arg_reduce(op: ArgReduceOp, a: &Array, axis: Option<isize>, keepdims: bool) -
     }
     let mut shape = a.shape().to_vec();
     shape[axis] = 1;
-    let out = Array::from_op(Primitive::ArgReduce { op, axis }, vec![a], shape, Dtype::U32);
+    let out = Array::from_op(Primitive::ArgReduce { op, axis }, vec![a], shape, Dtype::U32)?;
     squeeze_axes(out, &[axis], keepdims)
 }
 

@@ -27,5 +27,5 @@ pub fn cumsum(a: &Array, axis: Option<isize>, reverse: bool, inclusive: bool) ->
     };
     let a = astype(&a, dtype)?;
     let shape = a.shape().to_vec();
-    Ok(Array::from_op(Primitive::CumSum { axis, reverse, inclusive }, vec![a], shape, dtype))
+    Array::from_op(Primitive::CumSum { axis, reverse, inclusive }, vec![a], shape, dtype)
 }

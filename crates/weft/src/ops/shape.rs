@@ -4,12 +4,13 @@
 use super::astype;
 use crate::dtype::Dtype;
 use crate::primitive::Primitive;
-use crate::shape::{broadcast_shapes, normalize_axis, numel, Axes};
+use crate::shape::{broadcast_shapes, checked_numel, normalize_axis, Axes};
 use crate::{bail, Array, Result};
 
 /// Same elements in a new shape; one dimension may be `-1` (inferred).
 pub fn reshape(a: &Array, shape: &[isize]) -> Result<Array> {
-    let known: usize = shape.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
+    let known: Vec<usize> = shape.iter().filter(|&&d| d >= 0).map(|&d| d as usize).collect();
+    let known = checked_numel(&known)?;
     let mut out = Vec::with_capacity(shape.len());
     let mut inferred = false;
     for &d in shape {
@@ -28,13 +29,13 @@ pub fn reshape(a: &Array, shape: &[isize]) -> Result<Array> {
             out.push(d as usize);
         }
     }
-    if numel(&out) != a.size() {
+    if checked_numel(&out)? != a.size() {
         bail!(Shape, "cannot reshape array of shape {:?} into {shape:?}", a.shape());
     }
     if out == a.shape() {
         return Ok(a.clone());
     }
-    Ok(Array::from_op(Primitive::Reshape, vec![a.clone()], out, a.dtype()))
+    Array::from_op(Primitive::Reshape, vec![a.clone()], out, a.dtype())
 }
 
 /// Permutes the axes; an empty `perm` reverses them.
@@ -49,7 +50,7 @@ pub fn transpose(a: &Array, perm: &[isize]) -> Result<Array> {
         bail!(Shape, "transpose: {perm:?} is not a permutation of the axes of shape {:?}", a.shape());
     }
     let shape = perm.iter().map(|&p| a.shape()[p]).collect();
-    Ok(Array::from_op(Primitive::Transpose { perm }, vec![a.clone()], shape, a.dtype()))
+    Array::from_op(Primitive::Transpose { perm }, vec![a.clone()], shape, a.dtype())
 }
 
 /// `a` broadcast to `shape` (a view: no copy).
@@ -60,7 +61,7 @@ pub fn broadcast_to(a: &Array, shape: &[usize]) -> Result<Array> {
     if broadcast_shapes(a.shape(), shape)? != shape {
         bail!(Shape, "cannot broadcast shape {:?} to {shape:?}", a.shape());
     }
-    Ok(Array::from_op(Primitive::BroadcastTo, vec![a.clone()], shape.to_vec(), a.dtype()))
+    Array::from_op(Primitive::BroadcastTo, vec![a.clone()], shape.to_vec(), a.dtype())
 }
 
 /// One axis of a slice, with Python's meaning: `None` bounds take the whole
@@ -109,12 +110,12 @@ impl SliceArg {
         } else {
             (clamp(self.start, n - 1), clamp(self.stop, -1))
         };
-        let len = if step > 0 {
-            if stop > start { (stop - start + step - 1) / step } else { 0 }
-        } else if start > stop {
-            (start - stop + (-step) - 1) / (-step)
-        } else {
-            0
+        // ceil(distance / |step|), without the overflow of `distance + step - 1`
+        // for steps near isize::MAX (or of `-step` for isize::MIN).
+        let len = match (step > 0, start.abs_diff(stop)) {
+            (true, d) if stop > start => (d - 1) / step.unsigned_abs() + 1,
+            (false, d) if start > stop => (d - 1) / step.unsigned_abs() + 1,
+            _ => 0,
         };
         Ok((if len == 0 { 0 } else { start as usize }, len as usize))
     }
@@ -138,7 +139,7 @@ pub fn slice(a: &Array, args: &[SliceArg]) -> Result<Array> {
     if shape == a.shape() && step.iter().all(|&s| s == 1) {
         return Ok(a.clone());
     }
-    Ok(Array::from_op(Primitive::Slice { start, step }, vec![a.clone()], shape, a.dtype()))
+    Array::from_op(Primitive::Slice { start, step }, vec![a.clone()], shape, a.dtype())
 }
 
 /// Joins arrays along `axis` (`None`: the arrays flattened first, as
@@ -169,7 +170,7 @@ pub fn concatenate(arrays: &[Array], axis: impl Into<Option<isize>>) -> Result<A
         dtype = Dtype::promote(dtype, a.dtype());
     }
     let inputs = arrays.iter().map(|a| astype(a, dtype)).collect::<Result<Vec<_>>>()?;
-    Ok(Array::from_op(Primitive::Concatenate { axis: ax }, inputs, shape, dtype))
+    Array::from_op(Primitive::Concatenate { axis: ax }, inputs, shape, dtype)
 }
 
 fn checked_add(a: usize, b: usize) -> Result<usize> {

@@ -37,7 +37,7 @@ pub fn softmax(a: &Array, axes: impl Into<Axes>) -> Result<Array> {
         return exp(&subtract(&x, &x)?);
     }
     let (rows, moved) = rows_over(a, &axes)?;
-    let out = Array::from_op(Primitive::Softmax, vec![rows.clone()], rows.shape().to_vec(), rows.dtype());
+    let out = Array::from_op(Primitive::Softmax, vec![rows.clone()], rows.shape().to_vec(), rows.dtype())?;
     from_end(&reshape(&out, &moved.iter().map(|&d| d as isize).collect::<Vec<_>>())?, &axes)
 }
 
@@ -51,7 +51,7 @@ pub fn logsumexp(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Arr
     let (rows, _) = rows_over(a, &axes)?;
     let mut shape = rows.shape().to_vec();
     *shape.last_mut().expect("rows have a last axis") = 1;
-    let out = Array::from_op(Primitive::LogSumExp, vec![rows.clone()], shape, rows.dtype());
+    let out = Array::from_op(Primitive::LogSumExp, vec![rows.clone()], shape, rows.dtype())?;
     let target: Vec<isize> = (0..a.ndim())
         .filter_map(|d| match axes.contains(&d) {
             true => keepdims.then_some(1),

@@ -24,7 +24,7 @@ fn prepare(a: &Array, axis: Option<isize>) -> Result<(Array, usize)> {
 /// NaN sorts last.
 pub fn sort(a: &Array, axis: Option<isize>) -> Result<Array> {
     let (x, ax) = prepare(a, axis)?;
-    let out = Array::from_op(Primitive::Sort, vec![x.clone()], x.shape().to_vec(), x.dtype());
+    let out = Array::from_op(Primitive::Sort, vec![x.clone()], x.shape().to_vec(), x.dtype())?;
     from_end(&out, &[ax])
 }
 
@@ -37,7 +37,7 @@ pub fn sort(a: &Array, axis: Option<isize>) -> Result<Array> {
 /// ```
 pub fn argsort(a: &Array, axis: Option<isize>) -> Result<Array> {
     let (x, ax) = prepare(a, axis)?;
-    let out = Array::from_op(Primitive::ArgSort, vec![x.clone()], x.shape().to_vec(), Dtype::U32);
+    let out = Array::from_op(Primitive::ArgSort, vec![x.clone()], x.shape().to_vec(), Dtype::U32)?;
     from_end(&out, &[ax])
 }
 
@@ -49,7 +49,7 @@ pub fn topk(a: &Array, k: usize, axis: Option<isize>) -> Result<Array> {
     if k > n {
         bail!(InvalidArgument, "topk: k = {k} is larger than the axis ({n})");
     }
-    let sorted = Array::from_op(Primitive::Sort, vec![x.clone()], x.shape().to_vec(), x.dtype());
+    let sorted = Array::from_op(Primitive::Sort, vec![x.clone()], x.shape().to_vec(), x.dtype())?;
     let mut args = vec![SliceArg::ALL; x.ndim()];
     *args.last_mut().expect("an axis") = SliceArg::range((n - k) as isize, n as isize);
     from_end(&slice(&sorted, &args)?, &[ax])

@@ -267,7 +267,7 @@ impl Primitive {
             Primitive::BroadcastTo => one(unbroadcast(g, x.shape())),
             Primitive::Slice { start, step } => {
                 let prim = Primitive::SliceUpdate { start: start.clone(), step: step.clone(), region: g.shape().to_vec() };
-                one(Ok(Array::from_op(prim, vec![o::zeros(x.shape(), g.dtype())?, g.clone()], x.shape().to_vec(), g.dtype())))
+                one(Array::from_op(prim, vec![o::zeros(x.shape(), g.dtype())?, g.clone()], x.shape().to_vec(), g.dtype()))
             }
             Primitive::Concatenate { axis } => {
                 let mut at = 0isize;
@@ -287,12 +287,12 @@ impl Primitive {
                 let keep = needs[0]
                     .then(|| {
                         let zero = o::zeros(&[], g.dtype())?;
-                        Ok::<Array, crate::Error>(Array::from_op(self.clone(), vec![g.clone(), zero], x.shape().to_vec(), g.dtype()))
+                        Array::from_op(self.clone(), vec![g.clone(), zero], x.shape().to_vec(), g.dtype())
                     })
                     .transpose()?;
                 let upd = needs[1]
                     .then(|| {
-                        let cut = Array::from_op(Primitive::Slice { start: start.clone(), step: step.clone() }, vec![g.clone()], region.clone(), g.dtype());
+                        let cut = Array::from_op(Primitive::Slice { start: start.clone(), step: step.clone() }, vec![g.clone()], region.clone(), g.dtype())?;
                         unbroadcast(&cut, inputs[1].shape())
                     })
                     .transpose()?;

@@ -51,7 +51,7 @@ pub(crate) fn per_example(prim: &Primitive, args: &[(Array, bool)], n: usize, sh
     let rows = (0..n)
         .map(|i| {
             let inputs = args.iter().map(|(a, b)| if *b { example(a, i) } else { Ok(a.clone()) }).collect::<Result<Vec<_>>>()?;
-            o::expand_dims(&Array::from_op(prim.clone(), inputs, shape.to_vec(), dtype), 0)
+            o::expand_dims(&Array::from_op(prim.clone(), inputs, shape.to_vec(), dtype)?, 0)
         })
         .collect::<Result<Vec<_>>>()?;
     o::concatenate(&rows, 0isize)
@@ -63,7 +63,7 @@ impl Primitive {
     /// example's output. The result has the batch axis in front.
     pub(crate) fn batch(&self, args: &[(Array, bool)], n: usize, shape: &[usize], dtype: Dtype) -> Result<Array> {
         let out = front(n, shape);
-        let node = |prim: Primitive, inputs: Vec<Array>| Ok(Array::from_op(prim, inputs, out.clone(), dtype));
+        let node = |prim: Primitive, inputs: Vec<Array>| Array::from_op(prim, inputs, out.clone(), dtype);
         let only_first = args.iter().skip(1).all(|(_, b)| !b);
         let x = &args[0].0;
         match self {
@@ -125,7 +125,7 @@ impl Primitive {
                     .collect::<Result<Vec<_>>>()?;
                 let mut folded = shape.to_vec();
                 folded[0] *= n;
-                let y = Array::from_op(self.clone(), inputs, folded, dtype);
+                let y = Array::from_op(self.clone(), inputs, folded, dtype)?;
                 o::reshape(&y, &out.iter().map(|&d| d as isize).collect::<Vec<_>>())
             }
             // Batched indices, batched norm weights, random keys: per example.

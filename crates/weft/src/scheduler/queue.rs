@@ -1,9 +1,10 @@
 //! A concrete stream's queue: FIFO tasks run one at a time on the shared
 //! worker pool, never by a thread of its own.
 //!
-//! Invariants:
-//! - At most one *runner* per queue exists at a time (`running`), so tasks
-//!   run one at a time, in the order they were pushed (docs/architecture.md rule 1).
+//! Invariants (the bookkeeping behind them, who may run and when, is
+//! `lane.rs`, model-checked with loom in crates/weft-loom):
+//! - At most one *runner* per queue exists at a time (`Lane`'s `running`), so
+//!   tasks run one at a time, in the order they were pushed (docs/architecture.md rule 1).
 //! - A task is pushed only after every input's task was pushed somewhere
 //!   (the scheduler waits for foreign inputs to be `ENQUEUED`). Hence the
 //!   earliest-pushed unfinished task always has finished inputs and is at the
@@ -14,6 +15,17 @@
 //!   blocks on another stream.
 //! - `submitted - completed` is the work in flight; `push` waits while it is
 //!   at the limit (rule 8). Both counters move for failed tasks too.
+//! - Fairness: a queue with work and no runner waits in `READY`, one FIFO
+//!   that weft owns, for a pool thread; a runner whose turn is up goes to
+//!   its back. Pool jobs are interchangeable *pickers* (one per entry) that
+//!   each serve the oldest entry, so whatever order rayon runs its jobs in
+//!   (its local deques are LIFO), streams get turns in the order they became
+//!   ready: every stream with work runs within (ready streams ahead) x TURN
+//!   tasks, whatever other threads submit (docs/architecture.md, "Queues").
+//! - Panics: every task taken from `tasks` completes (its node gets a result
+//!   and `completed` moves) even if the runner panics outside the kernel
+//!   (`Finish`), and a panicking turn reschedules its queue, so no panic
+//!   leaves a waiter waiting or a queue without a runner.
 
 use super::node::{DONE, ENQUEUED};
 use crate::array::Array;
@@ -21,12 +33,35 @@ use crate::backend::{new_encoder, Encoder};
 use crate::buffer::Data;
 use crate::primitive::{OutSpec, Primitive};
 use crate::stream::Stream;
-use crate::sync::{lock_std as lock, wait_std as wait};
+use super::lane::{Fifo, Lane};
+use crate::error::{catch_silently, panic_message};
 use crate::{Error, Result};
-use std::collections::VecDeque;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
+
+/// Tasks a runner executes before its queue goes to the back of `READY`.
+const TURN: usize = 64;
+
+/// Queues that have work and wait for a pool thread, oldest first.
+static READY: LazyLock<Fifo<Arc<Queue>>> = LazyLock::new(Fifo::new);
+
+/// Puts `q` (whose `running` flag its caller set) at the back of the ready
+/// FIFO and adds one picker to the pool for it.
+fn schedule(q: Arc<Queue>) {
+    READY.push_back(q);
+    pool().spawn(pick);
+}
+
+/// A pool job: serves one turn of the oldest ready queue. There are as many
+/// pickers as entries, so every entry is served.
+fn pick() {
+    let Some(q) = READY.pop_front() else { return };
+    if catch_silently(|| q.clone().run()).is_err() {
+        // The runner panicked outside a kernel (its task was completed by
+        // `Finish`): the queue keeps its runner flag and gets a new turn.
+        q.resume_after_panic();
+    }
+}
 
 static MAX_IN_FLIGHT: AtomicUsize = AtomicUsize::new(1024);
 static KERNELS_RUN: AtomicU64 = AtomicU64::new(0);
@@ -69,78 +104,46 @@ pub(crate) struct Task {
     pub inputs: Vec<Array>,
 }
 
-struct Inner {
-    tasks: VecDeque<Task>,
-    /// The head task, taken out while it waits for an input.
-    blocked: Option<Task>,
-    running: bool,
-    submitted: u64,
-    completed: u64,
-    sleepers: usize,
-}
-
 pub(crate) struct Queue {
     encoder: Box<dyn Encoder>,
-    inner: Mutex<Inner>,
-    cv: Condvar,
+    lane: Lane<Task>,
 }
 
 impl Queue {
     pub(crate) fn new(stream: Stream) -> Result<Queue> {
-        Ok(Queue {
-            encoder: new_encoder(stream)?,
-            inner: Mutex::new(Inner {
-                tasks: VecDeque::new(),
-                blocked: None,
-                running: false,
-                submitted: 0,
-                completed: 0,
-                sleepers: 0,
-            }),
-            cv: Condvar::new(),
-        })
+        Ok(Queue { encoder: new_encoder(stream)?, lane: Lane::new() })
     }
 
     /// Appends `task`, marking its node ENQUEUED in the same critical section
     /// (lock order: queue, then node).
     pub(crate) fn push(self: &Arc<Self>, task: Task) {
-        let mut g = lock(&self.inner);
         let limit = MAX_IN_FLIGHT.load(Ordering::Relaxed) as u64;
-        while g.submitted - g.completed >= limit {
-            g.sleepers += 1;
-            g = wait(&self.cv, g);
-            g.sleepers -= 1;
+        if self.lane.push(task, limit, |t| t.node.0.state.mark_enqueued()) {
+            schedule(self.clone());
         }
-        task.node.0.state.mark_enqueued();
-        g.tasks.push_back(task);
-        g.submitted += 1;
-        if !g.running {
-            g.running = true;
-            drop(g);
-            let q = self.clone();
-            pool().spawn(move || q.run());
+    }
+
+    /// After a runner panicked: give the queue another turn if it has work.
+    fn resume_after_panic(self: &Arc<Self>) {
+        if self.lane.resume_after_panic() {
+            schedule(self.clone());
         }
     }
 
     /// The runner: executes tasks in order until the queue is empty, an
     /// input is not ready, or its turn is up (then it yields to other queues).
     fn run(self: Arc<Self>) {
-        const TURN: usize = 64;
         for _ in 0..TURN {
-            let task = {
-                let mut g = lock(&self.inner);
-                match g.blocked.take().or_else(|| g.tasks.pop_front()) {
-                    Some(t) => t,
-                    None => {
-                        g.running = false;
-                        return;
-                    }
-                }
-            };
+            let Some(task) = self.lane.take() else { return };
+            // From here until the task is parked or completed, a panic
+            // completes its node with an error (`Finish`).
+            let finish = Finish { queue: &self, node: Some(task.node.clone()) };
             if let Some(missing) = task.inputs.iter().find(|i| i.0.state.get() != DONE).cloned() {
-                lock(&self.inner).blocked = Some(task);
+                finish.disarm();
+                self.lane.park(task);
                 let q = self.clone();
-                let restart = Box::new(move || pool().spawn(move || q.run()));
+                // The restart joins the back of the ready FIFO like any turn.
+                let restart = Box::new(move || schedule(q));
                 match missing.0.state.on_done(restart) {
                     // The input's completion restarts this queue.
                     Ok(()) => return,
@@ -148,13 +151,13 @@ impl Queue {
                     Err(_) => continue,
                 }
             }
-            self.execute(task);
+            self.execute(task, finish);
         }
-        let q = self.clone();
-        pool().spawn(move || q.run());
+        // Turn over: to the back of the FIFO, behind every stream waiting.
+        schedule(self);
     }
 
-    fn execute(&self, task: Task) {
+    fn execute(&self, task: Task, finish: Finish<'_>) {
         let Task { node, prim, inputs } = task;
         debug_assert_eq!(node.0.state.get(), ENQUEUED);
         let data = inputs
@@ -176,37 +179,56 @@ impl Queue {
             .and_then(|data| {
                 KERNELS_RUN.fetch_add(1, Ordering::Relaxed);
                 let out = OutSpec { shape: node.shape(), dtype: node.dtype() };
-                catch_unwind(AssertUnwindSafe(|| crate::backend::run(&*self.encoder, &prim, data, out)))
-                    .unwrap_or_else(|p| Err(Error::Kernel(panic_message(&prim, p))))
+                // A kernel's panic is its node's error, returned to every
+                // waiter and not also printed (docs/architecture.md, "Failures").
+                catch_silently(|| crate::backend::run(&*self.encoder, &prim, data, out)).unwrap_or_else(|p| {
+                    Err(Error::Kernel(format!("{} panicked: {}", prim.name(), panic_message(&*p))))
+                })
             });
+        drop(node);
+        finish.complete(result);
+    }
+
+    /// Records `node`'s result and counts its task completed.
+    fn complete(&self, node: &Array, result: Result<Data>) {
         node.0.state.complete(result);
-        let mut g = lock(&self.inner);
-        node.0.exec_position.store(g.completed, Ordering::Release);
-        g.completed += 1;
-        if g.sleepers > 0 {
-            self.cv.notify_all();
-        }
+        self.lane.complete(|position| node.0.exec_position.store(position, Ordering::Release));
     }
 
     /// Blocks until every task pushed before the call has completed.
     pub(crate) fn synchronize(&self) -> Result<()> {
-        let mut g = lock(&self.inner);
-        let target = g.submitted;
-        while g.completed < target {
-            g.sleepers += 1;
-            g = wait(&self.cv, g);
-            g.sleepers -= 1;
-        }
-        drop(g);
+        self.lane.wait_drained();
         self.encoder.synchronize()
     }
 }
 
-fn panic_message(prim: &Primitive, p: Box<dyn std::any::Any + Send>) -> String {
-    let msg = p
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into());
-    format!("{} panicked: {msg}", prim.name())
+/// Completes a task's node exactly once: with its result, or, if dropped
+/// while armed (a panic in the runner between taking the task and its
+/// completion), with `Error::Internal`, so the node's waiters wake and the
+/// queue's counters stay right (rule 8).
+struct Finish<'a> {
+    queue: &'a Queue,
+    node: Option<Array>,
+}
+
+impl Finish<'_> {
+    fn complete(mut self, result: Result<Data>) {
+        if let Some(node) = self.node.take() {
+            self.queue.complete(&node, result);
+        }
+    }
+
+    /// The task was parked: it is not finished and will be taken again.
+    fn disarm(mut self) {
+        self.node = None;
+    }
+}
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        if let Some(node) = self.node.take() {
+            let e = Error::Internal(format!("the runner of {} panicked before it completed", node.stream()));
+            self.queue.complete(&node, Err(e));
+        }
+    }
 }

@@ -72,7 +72,7 @@ impl Compiled {
             let replayed = match &tape.op {
                 TapeOp::Prim(p) => {
                     let ins = tape.inputs.iter().map(|x| now.get(&x.id()).cloned().unwrap_or_else(|| x.clone())).collect();
-                    Array::from_op(p.clone(), ins, node.shape().to_vec(), node.dtype())
+                    Array::from_op(p.clone(), ins, node.shape().to_vec(), node.dtype())?
                 }
                 TapeOp::Custom(call, i) => match now.get(&call.outs[*i].id()) {
                     Some(a) => a.clone(),

@@ -11,7 +11,7 @@ pub(crate) fn argsort(a: &Data, out: OutSpec<'_>) -> Result<CpuBuffer> {
     let d = *out.shape.last().unwrap_or(&1);
     let rows = if d == 0 { 0 } else { a.layout.numel() / d };
     dispatch!(a.buffer.dtype(), T => {
-        let src = contiguous::<T>(a);
+        let src = contiguous::<T>(a)?;
         build_rows::<u32>(rows, d, |r, y| {
             let x = &src[r * d..(r + 1) * d];
             for (i, o) in y.iter_mut().enumerate() {

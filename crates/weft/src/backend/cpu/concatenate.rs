@@ -13,10 +13,8 @@ pub(crate) fn concatenate(axis: usize, inputs: &[Data], out: OutSpec<'_>) -> Res
     let row = out.shape[axis] * inner;
     let n = outer * row;
     dispatch!(out.dtype, T => {
-        let mut v: Vec<T> = Vec::new();
-        v.try_reserve_exact(n).map_err(|_| crate::Error::Kernel("concatenate: allocation failed".into()))?;
-        let fill = T::from_f64(0.0);
-        v.resize(n, fill);
+        CpuBuffer::build::<T>(n, |v| {
+        v.resize(n, T::from_f64(0.0));
         let mut col = 0;
         for d in inputs {
             let band = d.layout.shape[axis] * inner;
@@ -30,6 +28,6 @@ pub(crate) fn concatenate(axis: usize, inputs: &[Data], out: OutSpec<'_>) -> Res
             });
             col += band;
         }
-        CpuBuffer::from_vec(v)
+        })
     })
 }

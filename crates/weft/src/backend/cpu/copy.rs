@@ -1,9 +1,9 @@
 //! `Copy` (and `Reshape` of strided data): a contiguous copy.
 
-use super::{dispatch, to_vec};
+use super::{copy_to_buffer, dispatch};
 use crate::buffer::{CpuBuffer, Data};
 use crate::Result;
 
 pub(crate) fn copy(a: &Data) -> Result<CpuBuffer> {
-    dispatch!(a.buffer.dtype(), T => CpuBuffer::from_vec(to_vec::<T>(a)))
+    dispatch!(a.buffer.dtype(), T => copy_to_buffer::<T>(a))
 }

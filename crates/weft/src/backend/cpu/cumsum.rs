@@ -34,10 +34,13 @@ fn scan<T: CpuElement, A: Copy>(
     add: impl Fn(A, A) -> A,
     from: impl Fn(A) -> T,
 ) -> Result<CpuBuffer> {
-    let src = contiguous::<T>(a);
+    let src = contiguous::<T>(a)?;
     let zero = T::from_f64(0.0);
-    let mut v = vec![zero; outer * n * inner];
-    let mut acc = vec![to(zero); inner];
+    let total = outer * n * inner;
+    let (mut acc, _scratch) = crate::buffer::host_vec::<A>(inner)?;
+    acc.resize(inner, to(zero));
+    CpuBuffer::build::<T>(total, |v| {
+    v.resize(total, zero);
     for o in 0..outer {
         acc.iter_mut().for_each(|x| *x = to(zero));
         for step in 0..n {
@@ -55,5 +58,5 @@ fn scan<T: CpuElement, A: Copy>(
             }
         }
     }
-    CpuBuffer::from_vec(v)
+    })
 }

@@ -17,7 +17,7 @@ pub(crate) fn gather(axis: usize, a: &Data, idx: &Data, out: OutSpec<'_>) -> Res
         .map(|i| resolve_index(i, n, "take"))
         .collect::<Result<Vec<usize>>>()?;
     dispatch!(out.dtype, T => {
-        let src = contiguous::<T>(a);
+        let src = contiguous::<T>(a)?;
         CpuBuffer::build(outer * rows.len() * inner, |v: &mut Vec<T>| {
             for o in 0..outer {
                 for &r in &rows {

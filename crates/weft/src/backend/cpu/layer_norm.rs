@@ -17,9 +17,9 @@ pub(crate) fn layer_norm(
     let rows = if d == 0 { 0 } else { inputs[0].layout.numel() / d };
     float_dispatch!(out.dtype, "layer_norm", T => {
         type A = <T as FloatElem>::A;
-        let x = contiguous::<T>(&inputs[0]);
-        let w = has_weight.then(|| contiguous::<T>(&inputs[1]));
-        let b = has_bias.then(|| contiguous::<T>(&inputs[1 + has_weight as usize]));
+        let x = contiguous::<T>(&inputs[0])?;
+        let w = has_weight.then(|| contiguous::<T>(&inputs[1])).transpose()?;
+        let b = has_bias.then(|| contiguous::<T>(&inputs[1 + has_weight as usize])).transpose()?;
         let eps = A::of_f64(eps as f64);
         let n = A::of_f64(d as f64);
         build_rows::<T>(rows, d, |r, y| {

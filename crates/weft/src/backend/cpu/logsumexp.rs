@@ -11,7 +11,7 @@ pub(crate) fn logsumexp(a: &Data, out: OutSpec<'_>) -> Result<CpuBuffer> {
     let d = *a.layout.shape.last().unwrap_or(&1);
     let rows = crate::shape::numel(out.shape);
     float_dispatch!(out.dtype, "logsumexp", T => {
-        let src = contiguous::<T>(a);
+        let src = contiguous::<T>(a)?;
         build_rows::<T>(rows, 1, |r, y| y[0] = T::from_acc(lse_row::<T>(&src[r * d..(r + 1) * d])))
     })
 }

@@ -53,13 +53,13 @@ fn to_f32(d: &Data) -> Result<Data> {
 }
 
 /// One operand: its elements and a layout with non-negative matrix strides.
-fn operand<T: CpuElement>(d: &Data) -> (Cow<'_, [T]>, Cow<'_, Layout>) {
+fn operand<T: CpuElement>(d: &Data) -> Result<(Cow<'_, [T]>, Cow<'_, Layout>)> {
     let l = &d.layout;
     let nd = l.shape.len();
     if l.strides[nd - 2] < 0 || l.strides[nd - 1] < 0 {
-        (Cow::Owned(super::to_vec::<T>(d)), Cow::Owned(Layout::contiguous(&l.shape)))
+        Ok((Cow::Owned(super::to_vec::<T>(d)?), Cow::Owned(Layout::contiguous(&l.shape))))
     } else {
-        (Cow::Borrowed(d.cpu_buffer().as_slice::<T>()), Cow::Borrowed(l))
+        Ok((Cow::Borrowed(d.cpu_buffer().as_slice::<T>()), Cow::Borrowed(l)))
     }
 }
 
@@ -85,8 +85,8 @@ fn gemm_batched<T: CpuElement + Default>(a: &Data, b: &Data, shape: &[usize]) ->
         // An empty sum is zero.
         return CpuBuffer::build::<T>(total, |v| v.resize(total, T::from_f64(0.0)));
     }
-    let (sa, la) = operand::<T>(a);
-    let (sb, lb) = operand::<T>(b);
+    let (sa, la) = operand::<T>(a)?;
+    let (sb, lb) = operand::<T>(b)?;
     let (sa, sb): (&[T], &[T]) = (&sa, &sb);
     let (la, lb): (&Layout, &Layout) = (&la, &lb);
     let flops = m * n * k;

@@ -42,7 +42,7 @@ pub(crate) const PARALLEL_MIN: usize = 1 << 15;
 
 /// `weft::with_dtype!`, under the name the kernels use.
 pub(crate) use crate::with_dtype as dispatch;
-pub(crate) use strided::{contiguous_slice, for_each, map1, map2, map3, to_vec};
+pub(crate) use strided::{contiguous_slice, copy_to_buffer, for_each, map1, map2, map3, to_vec};
 
 pub(crate) struct CpuEncoder;
 

@@ -16,7 +16,7 @@ fn pair(key: [u32; 2], i: usize) -> [u32; 2] {
 }
 
 pub(crate) fn random_bits(key: &Data, out: OutSpec<'_>) -> Result<CpuBuffer> {
-    let k = to_vec::<u32>(key);
+    let k = to_vec::<u32>(key)?;
     let key: [u32; 2] = k
         .as_slice()
         .try_into()

@@ -10,8 +10,8 @@ pub(crate) fn rms_norm(eps: f32, inputs: &[Data], out: OutSpec<'_>) -> Result<Cp
     let d = *out.shape.last().unwrap_or(&1);
     let rows = if d == 0 { 0 } else { inputs[0].layout.numel() / d };
     float_dispatch!(out.dtype, "rms_norm", T => {
-        let x = contiguous::<T>(&inputs[0]);
-        let w = inputs.get(1).map(|w| contiguous::<T>(w));
+        let x = contiguous::<T>(&inputs[0])?;
+        let w = inputs.get(1).map(|w| contiguous::<T>(w)).transpose()?;
         let eps = <T as FloatElem>::A::of_f64(eps as f64);
         build_rows::<T>(rows, d, |r, y| {
             let x = &x[r * d..(r + 1) * d];

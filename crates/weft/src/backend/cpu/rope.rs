@@ -24,7 +24,7 @@ pub(crate) fn rope(p: &RopeParams, x: &Data, out: OutSpec<'_>) -> Result<CpuBuff
     let half = p.dims / 2;
     float_dispatch!(out.dtype, "rope", T => {
         type A = <T as FloatElem>::A;
-        let src = contiguous::<T>(x);
+        let src = contiguous::<T>(x)?;
         // (cos, sin) per position and pair, computed once in float64.
         let table: Vec<(A, A)> = (0..l)
             .flat_map(|pos| {

@@ -10,11 +10,11 @@ use rayon::prelude::*;
 use std::borrow::Cow;
 
 /// `data`'s elements in row-major order: borrowed when already contiguous.
-pub(crate) fn contiguous<T: CpuElement>(data: &Data) -> Cow<'_, [T]> {
-    match contiguous_slice::<T>(data) {
+pub(crate) fn contiguous<T: CpuElement>(data: &Data) -> Result<Cow<'_, [T]>> {
+    Ok(match contiguous_slice::<T>(data) {
         Some(s) => Cow::Borrowed(s),
-        None => Cow::Owned(to_vec::<T>(data)),
-    }
+        None => Cow::Owned(to_vec::<T>(data)?),
+    })
 }
 
 /// Runs `$body` with `$T` bound to the float type of `$dtype`; other dtypes
@@ -95,7 +95,7 @@ pub(crate) fn indices_i64(idx: &Data) -> crate::Result<Vec<i64>> {
         if !I::DTYPE.is_integer() {
             return Err(crate::Error::Dtype(format!("indices must be integers, got {}", I::DTYPE)));
         }
-        Ok(contiguous::<I>(idx).iter().map(|&x| x.to_i64()).collect())
+        Ok(contiguous::<I>(idx)?.iter().map(|&x| x.to_i64()).collect())
     })
 }
 

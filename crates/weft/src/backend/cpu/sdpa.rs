@@ -26,8 +26,8 @@ pub(crate) fn sdpa(scale: f32, causal: bool, inputs: &[Data], out: OutSpec<'_>) 
     let group = hq / hk.max(1);
     float_dispatch!(out.dtype, "scaled_dot_product_attention", T => {
         type A = <T as FloatElem>::A;
-        let to_acc = |x: &Data| -> Vec<A> { contiguous::<T>(x).iter().map(|&e| e.to_acc()).collect() };
-        let (qa, ka, va) = (to_acc(q), to_acc(k), to_acc(v));
+        let to_acc = |x: &Data| -> Result<Vec<A>> { Ok(contiguous::<T>(x)?.iter().map(|&e| e.to_acc()).collect()) };
+        let (qa, ka, va) = (to_acc(q)?, to_acc(k)?, to_acc(v)?);
         let mask = inputs.get(3).map(mask_source::<A>).transpose()?;
         let scale = A::of_f64(scale as f64);
         build_rows::<T>(b * hq * l, dv, |row, y| {

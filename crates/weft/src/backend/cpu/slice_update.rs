@@ -7,7 +7,7 @@
 //! then costs the size of the update, not of the cache. Otherwise the kernel
 //! copies, so no other array ever sees the write.
 
-use super::{dispatch, to_vec};
+use super::{copy_to_buffer, dispatch};
 use crate::buffer::{Buffer, CpuBuffer, CpuElement, Data};
 use crate::primitive::OutSpec;
 use crate::shape::{contiguous_strides, for_each_row};
@@ -61,5 +61,5 @@ fn donated(a: Data, out: OutSpec<'_>) -> Result<CpuBuffer> {
 }
 
 fn copy_of(a: &Data, out: OutSpec<'_>) -> Result<CpuBuffer> {
-    dispatch!(out.dtype, T => CpuBuffer::from_vec(to_vec::<T>(a)))
+    dispatch!(out.dtype, T => copy_to_buffer::<T>(a))
 }

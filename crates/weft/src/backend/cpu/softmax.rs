@@ -11,7 +11,7 @@ pub(crate) fn softmax(a: &Data, out: OutSpec<'_>) -> Result<CpuBuffer> {
     let d = *out.shape.last().unwrap_or(&1);
     let rows = if d == 0 { 0 } else { a.layout.numel() / d };
     float_dispatch!(out.dtype, "softmax", T => {
-        let src = contiguous::<T>(a);
+        let src = contiguous::<T>(a)?;
         build_rows::<T>(rows, d, |r, y| softmax_row(&src[r * d..(r + 1) * d], y))
     })
 }

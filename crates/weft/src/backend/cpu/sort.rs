@@ -25,7 +25,7 @@ pub(crate) fn sort(a: &Data, out: OutSpec<'_>) -> Result<CpuBuffer> {
     let d = *out.shape.last().unwrap_or(&1);
     let rows = if d == 0 { 0 } else { a.layout.numel() / d };
     dispatch!(out.dtype, T => {
-        let src = contiguous::<T>(a);
+        let src = contiguous::<T>(a)?;
         build_rows::<T>(rows, d, |r, y| {
             y.copy_from_slice(&src[r * d..(r + 1) * d]);
             y.sort_by(nan_last);

@@ -38,16 +38,31 @@ pub(crate) fn for_each<T: CpuElement>(data: &Data, mut f: impl FnMut(T)) {
     });
 }
 
-/// `data`'s elements in row-major order, in a new Vec.
-pub(crate) fn to_vec<T: CpuElement>(data: &Data) -> Vec<T> {
+/// `data`'s elements in row-major order, in a new Vec (allocated through
+/// `buffer::host_vec`: reserved first, fallible).
+pub(crate) fn to_vec<T: CpuElement>(data: &Data) -> Result<Vec<T>> {
+    let (mut v, _counted_while_filling) = crate::buffer::host_vec::<T>(data.layout.numel())?;
+    copy_into(data, &mut v);
+    Ok(v)
+}
+
+/// `data`'s elements in row-major order, in a new buffer.
+pub(crate) fn copy_to_buffer<T: CpuElement>(data: &Data) -> Result<CpuBuffer> {
+    CpuBuffer::build::<T>(data.layout.numel(), |v| copy_into(data, v))
+}
+
+/// Appends `data`'s elements in row-major order to the empty `v`, which has
+/// room for them.
+fn copy_into<T: CpuElement>(data: &Data, v: &mut Vec<T>) {
     if let Some(s) = contiguous_slice::<T>(data) {
-        return s.to_vec();
+        v.extend_from_slice(s);
+        return;
     }
     let src = data.cpu_buffer().as_slice::<T>();
     let l = &data.layout;
     let inner = *l.strides.last().unwrap_or(&1);
-    let mut v = vec![T::from_f64(0.0); l.numel()];
-    fill_rows(&mut v, &l.shape, [&l.strides], [l.offset], |[o], row| {
+    v.resize(l.numel(), T::from_f64(0.0));
+    fill_rows(v, &l.shape, [&l.strides], [l.offset], |[o], row| {
         if inner == 1 {
             row.copy_from_slice(&src[o as usize..o as usize + row.len()]);
         } else {
@@ -56,7 +71,6 @@ pub(crate) fn to_vec<T: CpuElement>(data: &Data) -> Vec<T> {
             }
         }
     });
-    v
 }
 
 /// Writes `out` (contiguous, `numel(shape)` elements) one innermost row of
@@ -85,7 +99,10 @@ pub(crate) fn fill_rows<T: Send, const K: usize>(
             at += m;
         });
     };
-    if n >= PARALLEL_MIN && rows > 1 {
+    // In parallel only inside weft's pool: a user thread reading
+    // (`Array::to_vec`) walks on its own thread, never on rayon's global
+    // pool (docs/architecture.md, "Threads and shutdown").
+    if n >= PARALLEL_MIN && rows > 1 && crate::scheduler::on_pool() {
         // About four ranges per worker, for balance.
         let per = rows.div_ceil(4 * rayon::current_num_threads()).max(1);
         out.par_chunks_mut(per * inner).enumerate().for_each(|(c, part)| walk(c * per, part));

@@ -171,7 +171,19 @@ impl Encoder for CudaEncoder {
             let mut k = kernel::Launcher { gpu: &self.gpu, stream: &self.stream, cache: kernels };
             kernel(&mut k, blas, &ops)?
         };
-        self.after_launch(&keep)?;
+        if let Err(e) = self.after_launch(&keep) {
+            // The kernel may still be reading `keep` (inputs of other
+            // streams whose read was not recorded) and writing `buffer`:
+            // free none of them before this stream has passed the launch
+            // (docs/gpu.md, "Failures"). If even that cannot be known (a
+            // sticky device error), leak them rather than free memory a
+            // kernel may still touch.
+            if self.stream.synchronize().is_err() {
+                std::mem::forget(keep);
+                std::mem::forget(buffer);
+            }
+            return Err(e);
+        }
         Ok(Ran::Done(Data { buffer: Arc::new(Buffer::Cuda(buffer)), layout: Layout::contiguous(out.shape) }))
     }
 

@@ -133,9 +133,12 @@ pub(crate) fn dequantize(ty: GgmlType, bytes: &[u8], out: &mut [f32]) {
     let (block, block_bytes) = ty.block().expect("dequantize: a supported type");
     debug_assert_eq!(bytes.len() / block_bytes * block, out.len());
     let per_task = block * BLOCKS_PER_TASK;
-    out.par_chunks_mut(per_task)
-        .zip(bytes.par_chunks(block_bytes * BLOCKS_PER_TASK))
-        .for_each(|(out, bytes)| dequantize_run(ty, bytes, out));
+    // On weft's pool: a load from a user thread must not start rayon's.
+    crate::scheduler::in_pool(|| {
+        out.par_chunks_mut(per_task)
+            .zip(bytes.par_chunks(block_bytes * BLOCKS_PER_TASK))
+            .for_each(|(out, bytes)| dequantize_run(ty, bytes, out))
+    });
 }
 
 fn dequantize_run(ty: GgmlType, bytes: &[u8], out: &mut [f32]) {
