@@ -146,3 +146,49 @@ def test_array_from_nested_lists_matches_numpy(seed):
         assert got.shape == want.shape, where
         # weft follows MLX's dtypes (no float64/int64 defaults); values agree.
         np.testing.assert_allclose(np.array(got).astype(np.float64), want.astype(np.float64), rtol=1e-6, err_msg=where)
+
+
+DIMS = [0, 1, 2, 3, -1, -3, 2**40, 2**62, 2**63 - 1]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_shapes_with_huge_and_negative_dims(seed):
+    """Creation, reshape and broadcast with random dims: NumPy's answer, or an
+    exception (MemoryError included: a huge array may be lazily accepted and
+    fail when evaluated, never crash)."""
+    rng = random.Random(300 + seed)
+    for case in range(CASES // 2):
+        shape = tuple(rng.choice(DIMS) for _ in range(rng.randint(0, 3)))
+        op = rng.choice(["zeros", "ones", "full", "reshape", "broadcast_to"])
+        src = np.arange(6, dtype=np.float32).reshape(2, 3)
+        make = {
+            "zeros": lambda m: m.zeros(shape, dtype=m.float32),
+            "ones": lambda m: m.ones(shape, dtype=m.float32),
+            "full": lambda m: m.full(shape, 2.5, dtype=m.float32),
+            "reshape": lambda m: m.reshape(m.array(src) if m is mx else src, shape),
+            "broadcast_to": lambda m: m.broadcast_to(m.array(src) if m is mx else src, shape),
+        }[op]
+        where = f"seed {seed} case {case}: {op}{shape}"
+        try:
+            want, err = make(np), None
+        except MemoryError as e:
+            want, err = None, e
+        except (IndexError, ValueError, TypeError) as e:
+            want, err = None, e
+        if isinstance(err, MemoryError) or (err is None and want.nbytes > 1 << 26):
+            # Too big for NumPy (or to compare): weft may hold it lazily or as a
+            # view; it must give the right shape or an exception, never crash.
+            try:
+                got = make(mx)
+                mx.eval(got)
+            except ORDINARY + (MemoryError, OverflowError):
+                continue
+            assert want is None or got.shape == want.shape, where
+            continue
+        if err is not None:
+            with pytest.raises(ORDINARY + (OverflowError,)):
+                mx.eval(make(mx))
+            continue
+        got = make(mx)
+        assert got.shape == want.shape, where
+        np.testing.assert_array_equal(np.array(got), want, err_msg=where)

@@ -170,3 +170,26 @@ def test_numpy_bool_bytes_are_normalized():
     assert (~a).tolist() == (~b).tolist() == [False, False, True, False]
     assert a.tolist() == [True, True, False, True]
     assert mx.sum(a).item() == 3
+
+
+# -- item 9: stream contexts restore their own scope --------------------------
+
+
+def test_stream_contexts_exited_out_of_order_restore_their_own_scope():
+    """Generators, asyncio tasks on one thread and handed-over ExitStacks exit
+    `with mx.stream(...)` blocks out of order; each exit removes its own scope
+    (on b2ef225 it popped whatever was on top)."""
+    s1, s2 = mx.new_stream(mx.cpu), mx.new_stream(mx.cpu)
+    base = (mx.array([1.0]) + 1).stream
+
+    def gen(s):
+        with mx.stream(s):
+            yield
+
+    g1, g2 = gen(s1), gen(s2)
+    next(g1)  # enters s1
+    next(g2)  # enters s2 on top
+    g1.close()  # s1's block exits first
+    assert (mx.array([1.0]) + 1).stream == s2
+    g2.close()
+    assert (mx.array([1.0]) + 1).stream == base

@@ -156,7 +156,7 @@ impl<Q> Fifo<Q> {
 /// `TURN` small so turn-overs happen inside the model.
 #[cfg(all(test, loom))]
 mod loom_tests {
-    use super::super::node::{NodeState, DONE};
+    use super::super::node::{NodeState, DONE, ENQUEUED};
     use super::*;
     use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use loom::sync::Arc;
@@ -397,6 +397,37 @@ mod loom_tests {
             w.lanes[0].wait_drained();
             assert_eq!(n0.get(), DONE);
             assert_eq!(n1.get(), DONE);
+            w.shut_down();
+            worker.join().unwrap();
+        });
+    }
+
+    /// The claim-then-wait ordering of `scheduler/mod.rs`'s `async_eval`: two
+    /// evals of one node race; the one that loses the claim waits until the
+    /// winner has pushed it (ENQUEUED) before it returns (issue 10 item 8), so
+    /// draining the lane afterwards (`synchronize`) always covers the node.
+    #[test]
+    fn async_eval_of_a_foreign_claim_is_covered_by_synchronize() {
+        model(|| {
+            let w = World::new(1);
+            let worker = thread::spawn({
+                let w = w.clone();
+                move || World::worker(w)
+            });
+            let node = Arc::new(NodeState::<u32>::pending());
+            let async_eval = |w: Arc<World>, node: Arc<NodeState<u32>>| {
+                move || {
+                    if node.try_claim() {
+                        World::push(&w, Task { lane: 0, seq: 0, node: node.clone(), input: None }, 8);
+                    }
+                    node.wait_for(ENQUEUED);
+                }
+            };
+            let other = thread::spawn(async_eval(w.clone(), node.clone()));
+            async_eval(w.clone(), node.clone())();
+            w.lanes[0].wait_drained();
+            assert_eq!(node.get(), DONE, "synchronize returned before a node async_eval had returned for");
+            other.join().unwrap();
             w.shut_down();
             worker.join().unwrap();
         });
