@@ -114,7 +114,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     drop(file);
     if let Some(f) = &args.dump {
         let w = model.weights();
-        weft::io::safetensors::save_safetensors(f, w.iter().map(|(n, a)| (n.as_str(), a)))?;
+        weft::io::save_safetensors(f, w.iter().map(|(n, a)| (n.as_str(), a)))?;
         let c = &model.config;
         let cfg = serde_json::json!({
             "vocab_size": c.vocab_size, "hidden": c.hidden, "n_layers": c.n_layers, "n_heads": c.n_heads,

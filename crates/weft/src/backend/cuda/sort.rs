@@ -2,7 +2,7 @@
 //! sort of (value, position) pairs in shared memory, ordered by value with
 //! NaN last and ties by position (so `ArgSort` is stable, as on the CPU).
 //!
-//! Rows are padded to a power of two `N`; the pairs take `N * (size + 4)`
+//! Rows are padded to a power of two `N`; the pairs take about `N * (size + 4)`
 //! bytes of shared memory, which must fit the 48 KiB every CUDA device
 //! gives a block: rows up to [`MAX_ROW`] elements. Longer rows run on the
 //! host (`fits` says no, and `backend::run` falls back; docs/gpu.md).
@@ -35,7 +35,8 @@ pub(crate) fn sort(k: &mut Launcher<'_>, a: &Operand, out: OutSpec<'_>, indices:
     }
     let n = r.len.next_power_of_two();
     let threads = (n / 2).clamp(32, 1024) as u32;
-    let smem = n * (d.size() + 4);
+    // Positions first, then the values at the next 8-byte boundary.
+    let smem = (n * 4).div_ceil(8) * 8 + n * d.size();
     let mut p = Vec::new();
     let base = r.base("base", "row", &mut p);
     let key = format!("sort|{}|{}|{indices}", short(d), r.key());
@@ -61,8 +62,8 @@ pub(crate) fn sort(k: &mut Launcher<'_>, a: &Operand, out: OutSpec<'_>, indices:
              extern \"C\" __global__ void sort({ot}* out, const {t}* in, long long rows, long long len, long long inner, long long Nl, P p) {{\n\
              \x20 unsigned int N = (unsigned int)Nl;\n\
              \x20 extern __shared__ unsigned long long smem_[];\n\
-             \x20 {t}* kv = ({t}*)smem_;\n\
-             \x20 unsigned int* ix = (unsigned int*)(((char*)smem_) + (size_t)N * sizeof({t}));\n\
+             \x20 unsigned int* ix = (unsigned int*)smem_;\n\
+             \x20 {t}* kv = ({t}*)(((char*)smem_) + (((size_t)N * 4 + 7) / 8) * 8);\n\
              \x20 unsigned int ulen = (unsigned int)len;\n\
              \x20 for (long long row = blockIdx.x; row < rows; row += gridDim.x) {{\n\
              \x20   {base}\n\
