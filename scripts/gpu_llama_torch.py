@@ -53,9 +53,8 @@ def build(path, dtype):
                 t = unpermute(t, c["n_kv_heads"])
             sd[f"model.layers.{i}.{h}.weight"] = t
     sd["lm_head.weight"] = sd["model.embed_tokens.weight"]
-    with torch.device("meta"):
-        model = LlamaForCausalLM(cfg)
-    model.load_state_dict(sd, assign=True, strict=True)
+    model = LlamaForCausalLM(cfg)
+    model.load_state_dict(sd, strict=True)
     model.tie_weights()
     return model.to(device="cuda", dtype=dtype).eval()
 

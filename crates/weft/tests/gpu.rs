@@ -780,7 +780,8 @@ fn take_and_take_along_axis_match_cpu() {
         same_as_cpu(&format!("take axis 0 {d}"), 0.0, || ops::take(&a, &idx, Some(0)));
         same_as_cpu(&format!("take axis 1 {d}"), 0.0, || ops::take(&a, &idx2, Some(1)));
         same_as_cpu(&format!("take flat {d}"), 0.0, || ops::take(&a, &idx2, None));
-        same_as_cpu(&format!("take strided {d}"), 0.0, || ops::take(&ops::transpose(&a, &[])?, &idx2, Some(2)));
+        // The transpose is [3, 7, 5]: indices into its last axis (size 5).
+        same_as_cpu(&format!("take strided {d}"), 0.0, || ops::take(&ops::transpose(&a, &[])?, &idx, Some(2)));
         let e = Array::from_slice::<u32>(&[], &[0]).unwrap();
         same_as_cpu(&format!("take empty {d}"), 0.0, || ops::take(&a, &e, Some(1)));
         let along = random(&[5, 4, 3], Dtype::I32, 0.0, 7.0, 510 + i as u64);
