@@ -597,8 +597,8 @@ fn memory_is_released_and_exit_is_clean() {
     assert!(weft::active_memory() <= base + (1 << 20), "{} bytes held", weft::active_memory() - base);
 }
 
-/// Primitives without a CUDA kernel yet (the transformer ops) run on the
-/// host from a GPU stream, with GPU producers and consumers around them.
+/// The transformer ops (CUDA kernels since issue 12) between GPU producers
+/// and consumers.
 #[test]
 #[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
 fn transformer_ops_on_gpu_streams_match_cpu() {
