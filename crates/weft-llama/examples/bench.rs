@@ -4,7 +4,8 @@
 //! ```text
 //! cargo run --release -p weft-llama --example bench -- [--model FILE.gguf]
 //!     [--prompt-tokens 128] [--decode-tokens 64] [--repeats 3] [--max-k 3]
-//!     [--ids-out ids.json]
+//!     [--ids-out ids.json] [--device cpu|gpu] [--dtype f32|bf16|f16] [--ks 1,8]
+//!     [--dump-weights FILE.safetensors]
 //! ```
 //! Prints one JSON object per line:
 //! - `prompt`: tokens/s of one forward pass over the prompt;
@@ -14,10 +15,16 @@
 //!   one after another on one thread; decoded tokens/s over all K.
 //!
 //! Each figure is the median of `--repeats` runs after one warm-up.
+//!
+//! `--device gpu` converts the weights to `--dtype` on `Device::gpu(0)` once
+//! (the default stream is the GPU's), and every thread of the concurrent
+//! runs uses its own GPU stream. `--ks` lists the K of the concurrent runs
+//! (default `1..=max-k`). `--dump-weights` writes the float32 weights under
+//! their GGUF names (for `scripts/gpu_llama_torch.py`).
 
 use std::time::Instant;
 use weft::io::gguf::Gguf;
-use weft::{Device, Stream};
+use weft::{Device, Dtype, Stream};
 use weft_llama::{Llama, Sampler, Tokenizer};
 
 #[path = "../tests/common/mod.rs"]
@@ -33,10 +40,14 @@ struct Args {
     repeats: usize,
     max_k: usize,
     ids_out: Option<String>,
+    device: Device,
+    dtype: Dtype,
+    ks: Option<Vec<usize>>,
+    dump: Option<String>,
 }
 
 fn parse() -> Result<Args, Box<dyn std::error::Error>> {
-    let mut a = Args { model: None, prompt_tokens: 128, decode_tokens: 64, repeats: 3, max_k: 3, ids_out: None };
+    let mut a = Args { model: None, prompt_tokens: 128, decode_tokens: 64, repeats: 3, max_k: 3, ids_out: None, device: Device::cpu(), dtype: Dtype::F32, ks: None, dump: None };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -47,6 +58,23 @@ fn parse() -> Result<Args, Box<dyn std::error::Error>> {
             "--repeats" => a.repeats = value()?.parse()?,
             "--max-k" => a.max_k = value()?.parse()?,
             "--ids-out" => a.ids_out = Some(value()?),
+            "--device" => {
+                a.device = match value()?.as_str() {
+                    "cpu" => Device::cpu(),
+                    "gpu" => Device::gpu(0),
+                    d => return Err(format!("--device is cpu or gpu, got {d}").into()),
+                }
+            }
+            "--dtype" => {
+                a.dtype = match value()?.as_str() {
+                    "f32" => Dtype::F32,
+                    "bf16" => Dtype::BF16,
+                    "f16" => Dtype::F16,
+                    d => return Err(format!("--dtype is f32, bf16 or f16, got {d}").into()),
+                }
+            }
+            "--ks" => a.ks = Some(value()?.split(',').map(|k| k.parse()).collect::<Result<_, _>>()?),
+            "--dump-weights" => a.dump = Some(value()?),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -84,6 +112,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tok = Tokenizer::from_gguf(&file)?;
     let model = Llama::from_gguf(&file)?;
     drop(file);
+    if let Some(f) = &args.dump {
+        let w = model.weights();
+        weft::io::save_safetensors(f, w.iter().map(|(n, a)| (n.as_str(), a)))?;
+        let c = &model.config;
+        let cfg = serde_json::json!({
+            "vocab_size": c.vocab_size, "hidden": c.hidden, "n_layers": c.n_layers, "n_heads": c.n_heads,
+            "n_kv_heads": c.n_kv_heads, "head_dim": c.head_dim, "ffn_hidden": c.ffn_hidden,
+            "rope_base": c.rope_base, "rms_eps": c.rms_eps, "context_length": c.context_length,
+        });
+        std::fs::write(format!("{f}.json"), cfg.to_string())?;
+        eprintln!("wrote {} weights to {f} (config in {f}.json)", w.len());
+    }
+    let model = if args.device != Device::cpu() || args.dtype != Dtype::F32 {
+        weft::set_default_device(args.device)?;
+        let t = Instant::now();
+        let m = model.converted(args.dtype)?;
+        eprintln!("weights converted to {} on {} in {:.2} s", args.dtype, args.device, t.elapsed().as_secs_f64());
+        m
+    } else {
+        model
+    };
 
     let mut ids = Vec::new();
     while ids.len() < args.prompt_tokens {
@@ -104,13 +153,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         decode.push((n - 1) as f64 / ds);
         tokens = out;
     }
-    println!(r#"{{"impl": "weft", "what": "prompt", "tokens": {p}, "tok_s": {:.2}}}"#, median(prompt));
-    println!(r#"{{"impl": "weft", "what": "decode", "tokens": {n}, "tok_s": {:.2}, "first_tokens": {:?}}}"#, median(decode), &tokens[..tokens.len().min(8)]);
+    let dev = format!("{}", args.device);
+    let dt = args.dtype;
+    println!(r#"{{"impl": "weft", "device": "{dev}", "dtype": "{dt}", "what": "prompt", "tokens": {p}, "tok_s": {:.2}}}"#, median(prompt));
+    println!(r#"{{"impl": "weft", "device": "{dev}", "dtype": "{dt}", "what": "decode", "tokens": {n}, "tok_s": {:.2}, "first_tokens": {:?}}}"#, median(decode), &tokens[..tokens.len().min(8)]);
 
     // K generations: K threads on one thread-local stream object (each
     // thread gets its own queue), against the same K one after another.
-    let local = Stream::new_thread_local(Device::cpu())?;
-    for k in 1..=args.max_k {
+    let local = Stream::new_thread_local(args.device)?;
+    let ks = args.ks.clone().unwrap_or_else(|| (1..=args.max_k).collect());
+    for k in ks {
         let (mut par, mut ser) = (vec![], vec![]);
         for _ in 0..args.repeats {
             let t = Instant::now();
@@ -130,7 +182,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ser.push((k * n) as f64 / t.elapsed().as_secs_f64());
         }
         let (par, ser) = (median(par), median(ser));
-        println!(r#"{{"impl": "weft", "what": "concurrent", "k": {k}, "parallel_tok_s": {par:.2}, "serial_tok_s": {ser:.2}, "speedup": {:.2}}}"#, par / ser);
+        println!(r#"{{"impl": "weft", "device": "{dev}", "dtype": "{dt}", "what": "concurrent", "k": {k}, "parallel_tok_s": {par:.2}, "serial_tok_s": {ser:.2}, "speedup": {:.2}}}"#, par / ser);
     }
     Ok(())
 }

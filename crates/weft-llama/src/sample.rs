@@ -33,6 +33,11 @@ impl Sampler {
 
     /// The next token for `logits` `[vocab]` (float32).
     pub fn sample(&mut self, logits: &Array) -> Result<u32> {
+        if self.temperature <= 0.0 && logits.size() > 0 {
+            // Greedy: the first maximum (as `sample_slice`), computed where
+            // the logits are; one index comes back to the host.
+            return Ok(weft::ops::argmax(logits, None, false)?.to_vec::<u32>()?[0]);
+        }
         let v = logits.to_vec::<f32>()?;
         self.sample_slice(&v)
     }

@@ -597,8 +597,8 @@ fn memory_is_released_and_exit_is_clean() {
     assert!(weft::active_memory() <= base + (1 << 20), "{} bytes held", weft::active_memory() - base);
 }
 
-/// Primitives without a CUDA kernel yet (the transformer ops) run on the
-/// host from a GPU stream, with GPU producers and consumers around them.
+/// The transformer ops (CUDA kernels since issue 12) between GPU producers
+/// and consumers.
 #[test]
 #[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
 fn transformer_ops_on_gpu_streams_match_cpu() {
@@ -619,5 +619,297 @@ fn transformer_ops_on_gpu_streams_match_cpu() {
         let region = [ops::SliceArg::range(1, 2), ops::SliceArg::ALL];
         let b = ops::slice_update(&a, &u, &region)?; // host
         ops::subtract(&b, &Array::scalar(0.5f32)) // GPU kernel
+    });
+}
+
+/// `x` seen through a transpose of its last two axes and back (same values,
+/// strided layout): kernels must read it through its strides.
+fn strided(x: &Array) -> weft::Result<Array> {
+    let nd = x.ndim();
+    let mut perm: Vec<isize> = (0..nd as isize).collect();
+    perm.swap(nd - 1, nd - 2);
+    // A contiguous copy of the transpose, transposed back: a strided view.
+    let t = ops::add(&ops::transpose(x, &perm)?, &Array::scalar(0.0f32).astype_like(x)?)?;
+    ops::transpose(&t, &perm)
+}
+
+trait AsTypeLike {
+    fn astype_like(&self, x: &Array) -> weft::Result<Array>;
+}
+impl AsTypeLike for Array {
+    fn astype_like(&self, x: &Array) -> weft::Result<Array> {
+        ops::astype(self, x.dtype())
+    }
+}
+
+fn float_rel(d: Dtype) -> f64 {
+    match d {
+        Dtype::F32 => 2e-5,
+        d => tolerance(d).max(1e-12) * 2.0,
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn softmax_logsumexp_match_cpu() {
+    let _g = serial();
+    for (i, d) in FLOATS.into_iter().enumerate() {
+        let rel = float_rel(d);
+        for shape in [[0usize, 5], [1, 1], [3, 1], [7, 37], [2, 1000], [2, 10007]] {
+            let x = random(&shape, d, -8.0, 8.0, 100 + i as u64);
+            let what = format!("{d} {shape:?}");
+            same_as_cpu(&format!("softmax {what}"), rel, || ops::softmax(&x, -1));
+            same_as_cpu(&format!("logsumexp {what}"), rel, || ops::logsumexp(&x, -1, true));
+            if shape[0] > 1 && shape[1] > 1 {
+                same_as_cpu(&format!("softmax strided {what}"), rel, || ops::softmax(&strided(&x)?, -1));
+                same_as_cpu(&format!("softmax axis 0 {what}"), rel, || ops::softmax(&x, 0));
+                same_as_cpu(&format!("logsumexp all {what}"), rel, || ops::logsumexp(&x, Axes::All, false));
+            }
+        }
+    }
+    // -inf rows, NaN and +inf entries: the CPU kernel's special cases.
+    let v = [f32::NEG_INFINITY, f32::NEG_INFINITY, 1.0, f32::NAN, 2.0, f32::INFINITY, 0.5, 1.5, 3.0];
+    let x = Array::from_slice(&v, &[3, 3]).unwrap();
+    same_as_cpu("softmax specials", 1e-6, || ops::softmax(&x, -1));
+    same_as_cpu("logsumexp specials", 1e-6, || ops::logsumexp(&x, -1, false));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn norms_match_cpu() {
+    let _g = serial();
+    for (i, d) in FLOATS.into_iter().enumerate() {
+        let rel = float_rel(d) * 2.0;
+        for shape in [[0usize, 4], [1, 1], [5, 3], [4, 576], [2, 4097]] {
+            let n = shape[1];
+            let x = random(&shape, d, -3.0, 3.0, 200 + i as u64);
+            let w = random(&[n], d, 0.5, 1.5, 210 + i as u64);
+            // A strided weight: every other element of a longer vector.
+            let w2 = random(&[2 * n], d, 0.5, 1.5, 220 + i as u64);
+            let ws = ops::slice(&w2, &[ops::SliceArg::new(None, None, 2)]).unwrap();
+            let b = random(&[n], d, -1.0, 1.0, 230 + i as u64);
+            let what = format!("{d} {shape:?}");
+            same_as_cpu(&format!("rms_norm {what}"), rel, || weft::fast::rms_norm(&x, Some(&w), 1e-5));
+            same_as_cpu(&format!("rms_norm no weight {what}"), rel, || weft::fast::rms_norm(&x, None, 1e-5));
+            same_as_cpu(&format!("rms_norm strided {what}"), rel, || weft::fast::rms_norm(&strided(&x)?, Some(&ws), 1e-5));
+            same_as_cpu(&format!("layer_norm {what}"), rel, || weft::fast::layer_norm(&x, Some(&w), Some(&b), 1e-5));
+            same_as_cpu(&format!("layer_norm w {what}"), rel, || weft::fast::layer_norm(&x, Some(&ws), None, 1e-5));
+            same_as_cpu(&format!("layer_norm b {what}"), rel, || weft::fast::layer_norm(&strided(&x)?, None, Some(&b), 1e-5));
+            same_as_cpu(&format!("layer_norm plain {what}"), rel, || weft::fast::layer_norm(&x, None, None, 1e-5));
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn rope_matches_cpu() {
+    let _g = serial();
+    for (i, d) in FLOATS.into_iter().enumerate() {
+        let rel = float_rel(d) * 2.0;
+        // [B, L, H, D] seen as [B, H, L, D] through a transpose (the model's layout).
+        let x = random(&[2, 7, 3, 64], d, -2.0, 2.0, 300 + i as u64);
+        let xt = ops::transpose(&x, &[0, 2, 1, 3]).unwrap();
+        for traditional in [true, false] {
+            for (dims, offset) in [(64, 0), (32, 5), (2, 100)] {
+                let what = format!("rope {d} dims {dims} offset {offset} traditional {traditional}");
+                same_as_cpu(&what, rel, || weft::fast::rope(&xt, dims, traditional, 10000.0, 1.0, offset));
+                same_as_cpu(&format!("{what} contiguous"), rel, || weft::fast::rope(&x, dims, traditional, 500.0, 0.5, offset));
+            }
+        }
+        let e = random(&[0, 4], d, -1.0, 1.0, 1);
+        same_as_cpu(&format!("rope empty {d}"), rel, || weft::fast::rope(&e, 4, false, 10000.0, 1.0, 0));
+        let one = random(&[1, 2], d, -1.0, 1.0, 2);
+        same_as_cpu(&format!("rope 1x2 {d}"), rel, || weft::fast::rope(&one, 2, true, 10000.0, 1.0, 3));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn attention_matches_cpu() {
+    let _g = serial();
+    use weft::fast::{scaled_dot_product_attention as sdpa, Mask};
+    for (i, d) in FLOATS.into_iter().enumerate() {
+        let rel = match d {
+            Dtype::F32 => 1e-4,
+            Dtype::F64 => 1e-10,
+            _ => tolerance(d) * 3.0,
+        };
+        let seed = 400 + 10 * i as u64;
+        // (B, Hq, Hk, L, S, D, Dv): decode against a long cache (split-K),
+        // prefill, GQA, odd sizes, one key.
+        for (b, hq, hk, l, s, dd, dv) in [
+            (1, 9, 3, 1, 1000, 64, 64),
+            (2, 4, 4, 1, 37, 32, 48),
+            (1, 6, 2, 70, 70, 64, 64),
+            (1, 2, 1, 5, 1, 16, 16),
+            (2, 3, 1, 9, 300, 40, 24),
+        ] {
+            let q = random(&[b, hq, l, dd], d, -1.0, 1.0, seed);
+            let k = random(&[b, hk, s, dd], d, -1.0, 1.0, seed + 1);
+            let v = random(&[b, hk, s, dv], d, -1.0, 1.0, seed + 2);
+            let scale = 1.0 / (dd as f32).sqrt();
+            let what = format!("sdpa {d} b{b} hq{hq} hk{hk} l{l} s{s} d{dd} dv{dv}");
+            same_as_cpu(&what, rel, || sdpa(&q, &k, &v, scale, None));
+            same_as_cpu(&format!("{what} causal"), rel, || sdpa(&q, &k, &v, scale, Some(&Mask::Causal)));
+            // Strided queries: [B, L, Hq, D] transposed.
+            let qt = random(&[b, l, hq, dd], d, -1.0, 1.0, seed + 3);
+            same_as_cpu(&format!("{what} strided q"), rel, || sdpa(&ops::transpose(&qt, &[0, 2, 1, 3])?, &k, &v, scale, None));
+            // An additive float mask broadcast over batch and heads, and a bool mask.
+            let m = random(&[l, s], Dtype::F32, -2.0, 0.0, seed + 4);
+            same_as_cpu(&format!("{what} additive mask"), rel, || sdpa(&q, &k, &v, scale, Some(&Mask::Array(m.clone()))));
+            let keep = weft::with_stream(cpu(), || ops::greater(&m, &Array::scalar(-1.0f32))).unwrap();
+            keep.eval().unwrap();
+            same_as_cpu(&format!("{what} bool mask"), rel, || sdpa(&q, &k, &v, scale, Some(&Mask::Array(keep.clone()))));
+        }
+        // More queries than keys under a causal mask: the first rows see no
+        // key and are NaN, as on the CPU.
+        let q = random(&[1, 2, 6, 8], d, -1.0, 1.0, seed + 5);
+        let k = random(&[1, 2, 3, 8], d, -1.0, 1.0, seed + 6);
+        same_as_cpu(&format!("sdpa {d} L > S causal"), rel, || sdpa(&q, &k, &k, 0.3, Some(&Mask::Causal)));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn take_and_take_along_axis_match_cpu() {
+    let _g = serial();
+    for (i, d) in FLOATS.into_iter().chain(INTS).enumerate() {
+        let a = random(&[5, 7, 3], d, -50.0, 50.0, 500 + i as u64);
+        let idx = Array::from_slice(&[4i32, 0, -1, 2, 2], &[5]).unwrap();
+        let idx2 = Array::from_slice(&[1i64, 6, 0, -7, 3, 5], &[2, 3]).unwrap();
+        same_as_cpu(&format!("take axis 0 {d}"), 0.0, || ops::take(&a, &idx, Some(0)));
+        same_as_cpu(&format!("take axis 1 {d}"), 0.0, || ops::take(&a, &idx2, Some(1)));
+        same_as_cpu(&format!("take flat {d}"), 0.0, || ops::take(&a, &idx2, None));
+        // The transpose is [3, 7, 5]: indices into its last axis (size 5).
+        same_as_cpu(&format!("take strided {d}"), 0.0, || ops::take(&ops::transpose(&a, &[])?, &idx, Some(2)));
+        let e = Array::from_slice::<u32>(&[], &[0]).unwrap();
+        same_as_cpu(&format!("take empty {d}"), 0.0, || ops::take(&a, &e, Some(1)));
+        let along = random(&[5, 4, 3], Dtype::I32, 0.0, 7.0, 510 + i as u64);
+        same_as_cpu(&format!("take_along_axis {d}"), 0.0, || ops::take_along_axis(&a, &along, Some(1)));
+        let bcast = Array::from_slice(&[2u32, 0], &[1, 2, 1]).unwrap();
+        same_as_cpu(&format!("take_along_axis broadcast {d}"), 0.0, || ops::take_along_axis(&a, &bcast, Some(1)));
+    }
+    // An embedding lookup: GPU-computed indices into a host table.
+    let table = random(&[100, 64], Dtype::BF16, -1.0, 1.0, 520);
+    let ids = Array::from_slice(&[3u32, 99, 0, 42], &[4]).unwrap();
+    same_as_cpu("embedding of computed ids", 0.0, || {
+        let j = ops::add(&ids, &Array::scalar(0u32))?; // GPU kernel
+        ops::take(&table, &j, Some(0))
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn slice_update_matches_cpu() {
+    let _g = serial();
+    use ops::SliceArg;
+    for (i, d) in [Dtype::F32, Dtype::BF16, Dtype::I64, Dtype::U8].into_iter().enumerate() {
+        let a = random(&[4, 6, 5], d, -9.0, 9.0, 600 + i as u64);
+        let u = random(&[2, 1, 5], d, -9.0, 9.0, 610 + i as u64);
+        let region = [SliceArg::range(1, 3), SliceArg::new(Some(5), None, -2)];
+        same_as_cpu(&format!("slice_update host input {d}"), 0.0, || ops::slice_update(&a, &u, &region));
+        // A GPU-made input referenced only by the update: written in place.
+        same_as_cpu(&format!("slice_update in place {d}"), 0.0, || {
+            let b = ops::add(&a, &ops::astype(&Array::scalar(1.0f32), d)?)?;
+            ops::slice_update(&b, &u, &region)
+        });
+        // A GPU-made input still referenced elsewhere: copied, the original kept.
+        same_as_cpu(&format!("slice_update shared {d}"), 0.0, || {
+            let b = ops::add(&a, &ops::astype(&Array::scalar(1.0f32), d)?)?;
+            let c = ops::slice_update(&b, &u, &region)?;
+            ops::concatenate(&[b, c], 0)
+        });
+        same_as_cpu(&format!("slice_update strided input {d}"), 0.0, || {
+            // A strided input and a strided update (a column of the transpose).
+            let t = ops::transpose(&a, &[2, 1, 0])?;
+            let col = ops::slice(&t, &[SliceArg::ALL, SliceArg::range(2, 3)])?;
+            ops::slice_update(&t, &col, &[SliceArg::ALL, SliceArg::range(0, 1)])
+        });
+    }
+    // A KV cache filled step by step on the GPU, each step evaluated.
+    let g = weft::with_stream(gpu(), || {
+        let mut cache = ops::zeros(&[1, 2, 16, 4], Dtype::F32)?;
+        for t in 0..10 {
+            let new = ops::full(&[1, 2, 1, 4], t as f32)?;
+            let new = ops::multiply(&new, &Array::scalar(1.5f32))?;
+            let at = [SliceArg::ALL, SliceArg::ALL, SliceArg::range(t, t + 1)];
+            cache = ops::slice_update(&cache, &new, &at)?;
+            cache.eval()?;
+        }
+        Ok::<_, weft::Error>(cache)
+    })
+    .unwrap();
+    let v = values(&g);
+    for h in 0..2 {
+        for t in 0..16 {
+            for e in 0..4 {
+                let want = if t < 10 { t as f64 * 1.5 } else { 0.0 };
+                assert_eq!(v[(h * 16 + t) * 4 + e], want, "kv cache at head {h} position {t}");
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn cumsum_matches_cpu() {
+    let _g = serial();
+    let all = [Dtype::F32, Dtype::F64, Dtype::F16, Dtype::BF16, Dtype::I32, Dtype::I64, Dtype::U32, Dtype::U8, Dtype::Bool];
+    for (i, d) in all.into_iter().enumerate() {
+        let x = random(&[3, 17, 5], d, if d == Dtype::Bool { 0.0 } else { -5.0 }, 5.0, 700 + i as u64);
+        let rel = if d.is_float() { float_rel(d) } else { 0.0 };
+        for axis in [0isize, 1, 2] {
+            for (reverse, inclusive) in [(false, true), (true, true), (false, false), (true, false)] {
+                let what = format!("cumsum {d} axis {axis} reverse {reverse} inclusive {inclusive}");
+                same_as_cpu(&what, rel, || ops::cumsum(&x, Some(axis), reverse, inclusive));
+            }
+        }
+        same_as_cpu(&format!("cumsum strided {d}"), rel, || ops::cumsum(&ops::transpose(&x, &[])?, Some(2), false, true));
+        same_as_cpu(&format!("cumsum flat {d}"), rel, || ops::cumsum(&x, None, false, true));
+    }
+    let e = random(&[0, 3], Dtype::F32, 0.0, 1.0, 1);
+    same_as_cpu("cumsum empty", 0.0, || ops::cumsum(&e, Some(1), false, true));
+    let big = random(&[1, 100_000], Dtype::I32, -100.0, 100.0, 2);
+    same_as_cpu("cumsum long row", 0.0, || ops::cumsum(&big, Some(1), false, true));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn sort_argsort_match_cpu() {
+    let _g = serial();
+    for (i, d) in FLOATS.into_iter().chain(INTS).enumerate() {
+        // Ties (values rounded to a few levels) test stability; 5000 runs on
+        // the host (beyond the GPU limit of 4096).
+        for shape in [[0usize, 3], [1, 1], [4, 5], [3, 1000], [2, 4096], [2, 5000]] {
+            let x = random(&shape, d, 0.0, 20.0, 800 + i as u64);
+            let what = format!("{d} {shape:?}");
+            same_as_cpu(&format!("sort {what}"), 0.0, || ops::sort(&x, Some(-1)));
+            same_as_cpu(&format!("argsort {what}"), 0.0, || ops::argsort(&x, Some(-1)));
+            if shape[0] > 1 {
+                same_as_cpu(&format!("argsort axis 0 {what}"), 0.0, || ops::argsort(&x, Some(0)));
+                same_as_cpu(&format!("topk {what}"), 0.0, || ops::topk(&x, 1, Some(-1)));
+            }
+        }
+    }
+    let v = [3.0f32, f32::NAN, -1.0, f32::INFINITY, -0.0, 0.0, f32::NAN, f32::NEG_INFINITY, 2.0];
+    let x = Array::from_slice(&v, &[9]).unwrap();
+    same_as_cpu("sort with NaN", 0.0, || ops::sort(&x, Some(0)));
+    same_as_cpu("argsort with NaN", 0.0, || ops::argsort(&x, Some(0)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn random_bits_match_cpu() {
+    let _g = serial();
+    let key = weft::random::key(1234);
+    for shape in [vec![0usize], vec![1], vec![7], vec![3, 333], vec![1 << 20]] {
+        same_as_cpu(&format!("bits {shape:?}"), 0.0, || weft::random::bits(&shape, Some(&key)));
+    }
+    same_as_cpu("split", 0.0, || weft::random::split(&key, 5));
+    // A key made on the GPU (a row of a split), strided.
+    same_as_cpu("bits of a split key", 0.0, || {
+        let ks = weft::random::split(&key, 3)?;
+        let k1 = ops::reshape(&ops::slice(&ks, &[ops::SliceArg::range(1, 2)])?, &[2])?;
+        weft::random::bits(&[1001], Some(&k1))
     });
 }

@@ -251,6 +251,42 @@ template <typename U> __device__ __forceinline__ U ipow(U b, unsigned int e) { U
 template <typename T> struct alignas(4 * sizeof(T)) Vec { T v[4]; };
 __device__ __forceinline__ float inf_f() { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ double inf_d() { return __longlong_as_double(0x7ff0000000000000ll); }
+__device__ __forceinline__ float nan_f() { return __int_as_float(0x7fc00000); }
+__device__ __forceinline__ double nan_d() { return __longlong_as_double(0x7ff8000000000000ll); }
+__device__ __forceinline__ float exp_(float x) { return expf(x); }
+__device__ __forceinline__ double exp_(double x) { return exp(x); }
+__device__ __forceinline__ float log_(float x) { return logf(x); }
+__device__ __forceinline__ double log_(double x) { return log(x); }
+__device__ __forceinline__ float sqrt_(float x) { return sqrtf(x); }
+__device__ __forceinline__ double sqrt_(double x) { return sqrt(x); }
+// The larger of two values ignoring NaN (Rust's f32::max).
+template <typename T> __device__ __forceinline__ T max_ign(T a, T b) { return (a != a) ? b : ((b != b) ? a : ((b > a) ? b : a)); }
+template <typename T> __device__ __forceinline__ T warp_sum(T v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+template <typename T> __device__ __forceinline__ T warp_max(T v) {
+  for (int o = 16; o > 0; o >>= 1) v = max_ign(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+// Block-wide sum / max (blockDim.x a multiple of 32, at most 1024); every
+// thread gets the result. `sh` holds 32 values of shared memory.
+template <typename T> __device__ __forceinline__ T block_sum(T v, T* sh) {
+  v = warp_sum(v);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = (threadIdx.x & 31) < (blockDim.x >> 5) ? sh[threadIdx.x & 31] : (T)0;
+  return warp_sum(v);
+}
+template <typename T> __device__ __forceinline__ T block_max(T v, T* sh, T lowest) {
+  v = warp_max(v);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = (threadIdx.x & 31) < (blockDim.x >> 5) ? sh[threadIdx.x & 31] : lowest;
+  return warp_max(v);
+}
 "#;
 
 // ---------------------------------------------------------------------------

@@ -133,7 +133,7 @@ impl fmt::Debug for CudaBuffer {
 impl CudaBuffer {
     /// `n` uninitialized elements, allocated in stream order on `stream`.
     pub(crate) fn alloc(stream: &Arc<StreamHandle>, dtype: Dtype, n: usize) -> Result<CudaBuffer> {
-        let bytes = n * dtype.size();
+        let bytes = super::rows::checked_bytes(n, dtype.size())?;
         let reservation = Reservation::new(bytes)?;
         let ptr = if bytes == 0 { 0 } else { alloc_bytes(stream, bytes)? };
         Ok(CudaBuffer {
@@ -166,6 +166,28 @@ impl CudaBuffer {
 
     pub(crate) fn ptr(&self) -> u64 {
         self.ptr
+    }
+
+    /// Whether `stream` made this buffer (and frees it).
+    pub(crate) fn is_on(&self, stream: &StreamHandle) -> bool {
+        std::ptr::eq(self.stream.as_ref(), stream)
+    }
+
+    /// Prepares the buffer to be written again in place by its producer
+    /// stream: that stream waits for every read other streams enqueued of
+    /// the old contents, and the next foreign reader gets a fresh event
+    /// (recorded after the new write). `&mut self`: nothing else holds it.
+    pub(crate) fn reuse(&mut self) -> Result<()> {
+        let readers = std::mem::take(self.readers.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for (_, ev) in &readers {
+            // SAFETY: stream and event are live; the context is bound by the caller.
+            unsafe {
+                result::stream::wait_event(self.stream.raw, ev.0, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT)
+            }
+            .map_err(|e| driver_err("waiting on an event", e))?;
+        }
+        self.ready = OnceLock::new();
+        Ok(())
     }
 
     /// The event after the producer's write (recorded on first request).

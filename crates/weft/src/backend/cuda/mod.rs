@@ -17,12 +17,25 @@ mod astype;
 mod binary;
 mod concatenate;
 mod copy;
+mod cumsum;
 pub(crate) mod device;
+mod gather;
+mod gather_axis;
 mod kernel;
+mod layer_norm;
+mod logsumexp;
 mod matmul;
 pub(crate) mod memory;
+mod random_bits;
 mod reduce;
+mod rms_norm;
+mod rope;
+mod rows;
+mod sdpa;
 mod select;
+mod slice_update;
+mod softmax;
+mod sort;
 mod unary;
 
 pub use memory::CudaBuffer;
@@ -122,6 +135,46 @@ impl CudaEncoder {
         Ok(())
     }
 
+    /// `SliceUpdate`, in place when `a`'s buffer is this stream's, laid out
+    /// as the output and referenced by nothing else (`slice_update.rs`).
+    fn slice_update(&self, start: &[usize], step: &[isize], region: &[usize], mut inputs: Vec<Data>, out: OutSpec<'_>) -> Result<Ran> {
+        if inputs.len() != 2 {
+            return Err(Error::Kernel(format!("SliceUpdate takes 2 inputs, got {}", inputs.len())));
+        }
+        self.gpu.bind()?;
+        let update = inputs.pop().expect("two inputs");
+        let mut a = inputs.pop().expect("two inputs");
+        let n = crate::shape::numel(out.shape);
+        let whole = a.layout.is_contiguous() && a.layout.offset == 0;
+        // `get_mut` succeeds only for the last reference (weft keeps no weak
+        // ones), so no array or pending task can read the old contents
+        // except through the reader events `reuse` waits on.
+        let mut in_place = None;
+        if whole {
+            if let Some(Buffer::Cuda(b)) = Arc::get_mut(&mut a.buffer) {
+                if b.is_on(&self.stream) && b.len() == n && b.dtype() == out.dtype {
+                    b.reuse()?;
+                    in_place = Some(b.ptr());
+                }
+            }
+        }
+        let (u, ukeep) = self.operand(&update)?;
+        let mut st = lock(&self.state);
+        let mut k = kernel::Launcher { gpu: &self.gpu, stream: &self.stream, cache: &mut st.kernels };
+        if let Some(ptr) = in_place {
+            slice_update::write_region(&mut k, start, step, region, ptr, &u, out)?;
+            drop(st);
+            self.after_launch(&[ukeep])?;
+            return Ok(Ran::Done(Data { buffer: a.buffer, layout: Layout::contiguous(out.shape) }));
+        }
+        let (src, akeep) = self.operand(&a)?;
+        let buf = k.alloc(out.dtype, n)?;
+        slice_update::copy_into(&mut k, &src, buf.ptr(), out)?;
+        slice_update::write_region(&mut k, start, step, region, buf.ptr(), &u, out)?;
+        drop(st);
+        self.after_launch(&[akeep, ukeep])?;
+        Ok(Ran::Done(Data { buffer: Arc::new(Buffer::Cuda(buf)), layout: Layout::contiguous(out.shape) }))
+    }
 }
 
 /// A kernel ready to launch on prepared operands.
@@ -134,9 +187,11 @@ fn kern<'p>(
     Box::new(f)
 }
 
-/// `prim`'s CUDA kernel, or `None` when this backend has none (the
-/// primitive then runs on the host: `backend::run`; docs/gpu.md lists them).
-fn kernel_for<'p>(prim: &'p Primitive, out: OutSpec<'p>) -> Option<Kernel<'p>> {
+/// `prim`'s CUDA kernel for these inputs, or `None` when this backend has
+/// none (the primitive then runs on the host: `backend::run`; docs/gpu.md
+/// lists the cases: sorts of rows longer than `sort::MAX_ROW`, attention
+/// with head sizes beyond `sdpa::MAX_D`/`MAX_DV`).
+fn kernel_for<'p>(prim: &'p Primitive, inputs: &[Data], out: OutSpec<'p>) -> Option<Kernel<'p>> {
     Some(match prim {
         Primitive::Unary(op) => kern(move |k, _, o| unary::unary(k, *op, &o[0], out)),
         Primitive::Binary(op) => kern(move |k, _, o| binary::binary(k, *op, &o[0], &o[1], out)),
@@ -148,13 +203,49 @@ fn kernel_for<'p>(prim: &'p Primitive, out: OutSpec<'p>) -> Option<Kernel<'p>> {
         Primitive::Reshape | Primitive::Copy => kern(move |k, _, o| copy::copy(k, &o[0])),
         Primitive::Concatenate { axis } => kern(move |k, _, o| concatenate::concatenate(k, *axis, o, out)),
         Primitive::Arange { start, step } => kern(move |k, _, _| arange::arange(k, *start, *step, out)),
+        Primitive::Gather { axis } => kern(move |k, _, o| gather::gather(k, *axis, &o[0], &o[1], out)),
+        Primitive::GatherAxis { axis } => kern(move |k, _, o| gather_axis::gather_axis(k, *axis, &o[0], &o[1], out)),
+        Primitive::Softmax => kern(move |k, _, o| softmax::softmax(k, &o[0], out)),
+        Primitive::LogSumExp => kern(move |k, _, o| logsumexp::logsumexp(k, &o[0], out)),
+        Primitive::CumSum { axis, reverse, inclusive } => {
+            kern(move |k, _, o| cumsum::cumsum(k, *axis, *reverse, *inclusive, &o[0], out))
+        }
+        Primitive::Sort | Primitive::ArgSort => {
+            // Rows longer than shared memory holds sort on the host.
+            if !sort::fits(*out.shape.last().unwrap_or(&1)) {
+                return None;
+            }
+            let indices = matches!(prim, Primitive::ArgSort);
+            kern(move |k, _, o| sort::sort(k, &o[0], out, indices))
+        }
+        Primitive::RandomBits => kern(move |k, _, o| random_bits::random_bits(k, &o[0], out)),
+        Primitive::RmsNorm { eps } => kern(move |k, _, o| rms_norm::rms_norm(k, *eps, o, out)),
+        Primitive::LayerNorm { eps, has_weight, has_bias } => {
+            kern(move |k, _, o| layer_norm::layer_norm(k, *eps, *has_weight, *has_bias, o, out))
+        }
+        Primitive::Rope { dims, traditional, base, scale, offset } => kern(move |k, _, o| {
+            let p = rope::RopeParams { dims: *dims, traditional: *traditional, base: *base, scale: *scale, offset: *offset };
+            rope::rope(k, &p, &o[0], out)
+        }),
+        Primitive::Sdpa { scale, causal } => {
+            // Head sizes beyond the kernel's shared memory run on the host.
+            let d = inputs.first().and_then(|q| q.layout.shape.get(3)).copied().unwrap_or(0);
+            if !sdpa::fits(d, *out.shape.last().unwrap_or(&0)) {
+                return None;
+            }
+            kern(move |k, _, o| sdpa::sdpa(k, *scale, *causal, o, out))
+        }
+        // SliceUpdate: `CudaEncoder::slice_update` (it may write in place).
         _ => return None,
     })
 }
 
 impl Encoder for CudaEncoder {
     fn run(&self, prim: &Primitive, inputs: Vec<Data>, out: OutSpec<'_>) -> Result<Ran> {
-        let Some(kernel) = kernel_for(prim, out) else {
+        if let Primitive::SliceUpdate { start, step, region } = prim {
+            return self.slice_update(start, step, region, inputs, out);
+        }
+        let Some(kernel) = kernel_for(prim, &inputs, out) else {
             return Ok(Ran::NoKernel(inputs));
         };
         self.gpu.bind()?;
