@@ -25,10 +25,3 @@ pub(crate) fn wait<'a, T>(cv: &Condvar, g: MutexGuard<'a, T>) -> MutexGuard<'a, 
 pub(crate) fn lock_std<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
-
-pub(crate) fn wait_std<'a, T>(
-    cv: &std::sync::Condvar,
-    g: std::sync::MutexGuard<'a, T>,
-) -> std::sync::MutexGuard<'a, T> {
-    cv.wait(g).unwrap_or_else(|p| p.into_inner())
-}
