@@ -10,7 +10,10 @@ import pytest
 
 import weft.core as mx
 
-ORDINARY = (IndexError, ValueError, TypeError)
+# RuntimeError: an index array's out-of-range value is found when the gather
+# runs, so reading the result raises, as for any failed computation
+# (docs/architecture.md rule 9).
+ORDINARY = (IndexError, ValueError, TypeError, RuntimeError)
 CASES = 600
 
 
@@ -169,6 +172,11 @@ def test_shapes_with_huge_and_negative_dims(seed):
             "broadcast_to": lambda m: m.broadcast_to(m.array(src) if m is mx else src, shape),
         }[op]
         where = f"seed {seed} case {case}: {op}{shape}"
+        if op == "reshape" and any(d < -1 for d in shape):
+            # NumPy reads any negative dim as -1; MLX (and weft) accept only -1.
+            with pytest.raises(ValueError):
+                make(mx)
+            continue
         try:
             want, err = make(np), None
         except MemoryError as e:

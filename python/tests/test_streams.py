@@ -131,7 +131,8 @@ def test_synchronize_stream_argument():
     assert x.tolist()[0] == 1.0
 
 
-def test_failure_raises_runtime_error_on_every_reader():
+def test_failure_raises_memory_error_on_every_reader():
+    # Out of memory is a MemoryError on every reader (issue 10 item 2).
     old = mx.set_memory_limit(mx.get_active_memory() + 64)
     try:
         y = mx.exp(mx.zeros((1 << 16,)))
@@ -141,7 +142,7 @@ def test_failure_raises_runtime_error_on_every_reader():
         def read():
             try:
                 np.array(z)
-            except RuntimeError as e:
+            except MemoryError as e:
                 errors.append(e)
 
         threads = [threading.Thread(target=read) for _ in range(3)]
@@ -150,7 +151,7 @@ def test_failure_raises_runtime_error_on_every_reader():
         for t in threads:
             t.join()
         assert len(errors) == 3
-        with pytest.raises(RuntimeError):
+        with pytest.raises(MemoryError):
             mx.eval(y)
     finally:
         mx.set_memory_limit(old)
