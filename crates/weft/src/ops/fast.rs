@@ -3,7 +3,7 @@
 
 use super::{astype, broadcast_to};
 use crate::dtype::Dtype;
-use crate::primitive::Primitive;
+use crate::primitive::{Primitive, RopeParams};
 use crate::{bail, Array, Result};
 
 fn float_type(op: &str, arrays: &[&Array]) -> Result<Dtype> {
@@ -85,7 +85,7 @@ pub fn rope(x: &Array, dims: usize, traditional: bool, base: f32, scale: f32, of
         bail!(InvalidArgument, "rope: base must be positive and finite and scale finite, got {base}, {scale}");
     }
     let dtype = float_type("rope", &[x])?;
-    let prim = Primitive::Rope { dims, traditional, base, scale, offset };
+    let prim = Primitive::Rope(RopeParams { dims, traditional, base, scale, offset });
     Array::from_op(prim, vec![astype(x, dtype)?], x.shape().to_vec(), dtype)
 }
 

@@ -337,7 +337,7 @@ impl Primitive {
                 needs,
             ),
             // A rotation: its transpose rotates by the opposite angle.
-            Primitive::Rope { dims, traditional, base, scale, offset } => one(fast_ops::rope(g, *dims, *traditional, *base, -*scale, *offset)),
+            Primitive::Rope(p) => one(fast_ops::rope(g, p.dims, p.traditional, p.base, -p.scale, p.offset)),
             Primitive::Sdpa { scale, causal } => {
                 let mut needs = needs.to_vec();
                 if let Some(m) = needs.get_mut(3) {

@@ -152,11 +152,24 @@ primitives! {
     LayerNorm { eps: f32, has_weight: bool, has_bias: bool },
     /// `fast::rope` on `[..., L, D]`: rotates the first `dims` features of
     /// each position `offset + l`.
-    Rope { dims: usize, traditional: bool, base: f32, scale: f32, offset: usize },
+    Rope(RopeParams),
     /// `fast::scaled_dot_product_attention` of q `[B, Hq, L, D]`, k `[B, Hk,
     /// S, D]`, v `[B, Hk, S, Dv]` (Hq a multiple of Hk), and optionally an
     /// additive (float) or keep (bool) mask broadcast to `[B, Hq, L, S]`.
     Sdpa { scale: f32, causal: bool },
+}
+
+/// The parameters of [`Primitive::Rope`], read by both backends' kernels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RopeParams {
+    /// Leading features rotated (even); the rest pass through.
+    pub dims: usize,
+    /// Pairs `(2i, 2i + 1)` when true, `(i, i + dims / 2)` otherwise.
+    pub traditional: bool,
+    pub base: f32,
+    pub scale: f32,
+    /// Position of the first row along `L`.
+    pub offset: usize,
 }
 
 /// What a kernel is told about the array it produces.

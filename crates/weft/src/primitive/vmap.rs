@@ -76,7 +76,7 @@ impl Primitive {
             | Primitive::LogSumExp
             | Primitive::Sort
             | Primitive::ArgSort
-            | Primitive::Rope { .. } => node(self.clone(), vec![x.clone()]),
+            | Primitive::Rope(_) => node(self.clone(), vec![x.clone()]),
             // Elementwise with broadcasting: align batched operands.
             Primitive::Binary(_) | Primitive::Select => {
                 let inputs = args.iter().map(|(a, b)| if *b { lift(a, shape.len()) } else { Ok(a.clone()) }).collect::<Result<_>>()?;

@@ -275,9 +275,32 @@ mod loom_tests {
             }
         }
 
-        fn shut_down(&self) {
-            lock(&self.pool.jobs).1 = true;
-            self.pool.cv.notify_all();
+        /// Starts `n` pool threads; [`Workers::stop`] shuts them down.
+        fn start_workers(w: &Arc<World>, n: usize) -> Workers {
+            let threads = (0..n)
+                .map(|_| {
+                    let w = w.clone();
+                    thread::spawn(move || World::worker(w))
+                })
+                .collect();
+            Workers { world: w.clone(), threads }
+        }
+    }
+
+    struct Workers {
+        world: Arc<World>,
+        threads: Vec<thread::JoinHandle<()>>,
+    }
+
+    impl Workers {
+        /// Shuts the pool down and joins its threads (each returns once no
+        /// picker job is left).
+        fn stop(self) {
+            lock(&self.world.pool.jobs).1 = true;
+            self.world.pool.cv.notify_all();
+            for t in self.threads {
+                t.join().unwrap();
+            }
         }
     }
 
@@ -296,12 +319,7 @@ mod loom_tests {
         model(|| {
             let w = World::new(1);
             // Two pool threads, so two runners of one lane could overlap.
-            let workers: Vec<_> = (0..2)
-                .map(|_| {
-                    let w = w.clone();
-                    thread::spawn(move || World::worker(w))
-                })
-                .collect();
+            let workers = World::start_workers(&w, 2);
             // One producer at a time per lane holds the order (each thread's
             // pushes are sequenced by the lane's lock): sequence numbers are
             // handed out under a lock the model shares.
@@ -322,10 +340,7 @@ mod loom_tests {
             w.lanes[0].wait_drained();
             assert_eq!(mine.get(), DONE);
             assert_eq!(theirs.get(), DONE);
-            w.shut_down();
-            for h in workers {
-                h.join().unwrap();
-            }
+            workers.stop();
         });
     }
 
@@ -337,10 +352,7 @@ mod loom_tests {
     fn parked_head_waits_for_another_lane_without_a_thread() {
         model(|| {
             let w = World::new(2);
-            let worker = thread::spawn({
-                let w = w.clone();
-                move || World::worker(w)
-            });
+            let worker = World::start_workers(&w, 1);
             let (a, a_node) = task(0, 0, None);
             let (b, b_node) = task(1, 0, Some(a_node.clone()));
             let (c, c_node) = task(1, 1, None);
@@ -358,8 +370,7 @@ mod loom_tests {
             assert_eq!(a_node.get(), DONE);
             assert_eq!(b_node.get(), DONE);
             assert_eq!(c_node.get(), DONE);
-            w.shut_down();
-            worker.join().unwrap();
+            worker.stop();
         });
     }
 
@@ -390,15 +401,11 @@ mod loom_tests {
                 World::schedule(&w, 0);
             }
             let n1 = producer.join().unwrap();
-            let worker = thread::spawn({
-                let w = w.clone();
-                move || World::worker(w)
-            });
+            let worker = World::start_workers(&w, 1);
             w.lanes[0].wait_drained();
             assert_eq!(n0.get(), DONE);
             assert_eq!(n1.get(), DONE);
-            w.shut_down();
-            worker.join().unwrap();
+            worker.stop();
         });
     }
 
@@ -410,10 +417,7 @@ mod loom_tests {
     fn async_eval_of_a_foreign_claim_is_covered_by_synchronize() {
         model(|| {
             let w = World::new(1);
-            let worker = thread::spawn({
-                let w = w.clone();
-                move || World::worker(w)
-            });
+            let worker = World::start_workers(&w, 1);
             let node = Arc::new(NodeState::<u32>::pending());
             let async_eval = |w: Arc<World>, node: Arc<NodeState<u32>>| {
                 move || {
@@ -428,8 +432,7 @@ mod loom_tests {
             w.lanes[0].wait_drained();
             assert_eq!(node.get(), DONE, "synchronize returned before a node async_eval had returned for");
             other.join().unwrap();
-            w.shut_down();
-            worker.join().unwrap();
+            worker.stop();
         });
     }
 }

@@ -85,10 +85,7 @@ impl Encoder for CpuEncoder {
             Primitive::LayerNorm { eps, has_weight, has_bias } => {
                 layer_norm::layer_norm(*eps, *has_weight, *has_bias, i, out)?
             }
-            Primitive::Rope { dims, traditional, base, scale, offset } => {
-                let p = rope::RopeParams { dims: *dims, traditional: *traditional, base: *base, scale: *scale, offset: *offset };
-                rope::rope(&p, &i[0], out)?
-            }
+            Primitive::Rope(p) => rope::rope(p, &i[0], out)?,
             Primitive::Sdpa { scale, causal } => sdpa::sdpa(*scale, *causal, i, out)?,
             // Views: answered by `backend::run` before any encoder sees them.
             Primitive::Transpose { .. } | Primitive::BroadcastTo | Primitive::Slice { .. } => {

@@ -6,16 +6,8 @@
 
 use super::rows::{build_rows, contiguous, float_dispatch, Acc, FloatElem};
 use crate::buffer::{CpuBuffer, Data};
-use crate::primitive::OutSpec;
+use crate::primitive::{OutSpec, RopeParams};
 use crate::Result;
-
-pub(crate) struct RopeParams {
-    pub dims: usize,
-    pub traditional: bool,
-    pub base: f32,
-    pub scale: f32,
-    pub offset: usize,
-}
 
 pub(crate) fn rope(p: &RopeParams, x: &Data, out: OutSpec<'_>) -> Result<CpuBuffer> {
     let nd = out.shape.len();

@@ -223,10 +223,7 @@ fn kernel_for<'p>(prim: &'p Primitive, inputs: &[Data], out: OutSpec<'p>) -> Opt
         Primitive::LayerNorm { eps, has_weight, has_bias } => {
             kern(move |k, _, o| layer_norm::layer_norm(k, *eps, *has_weight, *has_bias, o, out))
         }
-        Primitive::Rope { dims, traditional, base, scale, offset } => kern(move |k, _, o| {
-            let p = rope::RopeParams { dims: *dims, traditional: *traditional, base: *base, scale: *scale, offset: *offset };
-            rope::rope(k, &p, &o[0], out)
-        }),
+        Primitive::Rope(p) => kern(move |k, _, o| rope::rope(k, p, &o[0], out)),
         Primitive::Sdpa { scale, causal } => {
             // Head sizes beyond the kernel's shared memory run on the host.
             let d = inputs.first().and_then(|q| q.layout.shape.get(3)).copied().unwrap_or(0);

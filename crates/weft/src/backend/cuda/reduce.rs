@@ -9,6 +9,7 @@
 
 use super::kernel::{collapse, compute_type, ctype, load, short, store, Args, Launcher, BLOCK};
 use super::memory::CudaBuffer;
+use super::rows::{params_struct, walk};
 use super::Operand;
 use crate::dtype::Dtype;
 use crate::primitive::{ArgReduceOp, OutSpec, ReduceOp};
@@ -83,7 +84,7 @@ fn source(s: &Spec, g: &Geometry, v: Variant) -> String {
     let (nk, nr) = (g.keep_shape.len(), g.red_shape.len());
     let nv = (2 * nk + 2 * nr).max(1);
     let mut c = String::new();
-    let _ = writeln!(c, "struct P {{ long long v[{nv}]; }};");
+    c.push_str(&params_struct(nv));
     let _ = writeln!(c, "{}", s.decl);
     let _ = writeln!(
         c,
@@ -93,20 +94,6 @@ fn source(s: &Spec, g: &Geometry, v: Variant) -> String {
     );
     // Offsets: keep dims at p.v[0..nk] (shape) and p.v[nk..2nk] (strides),
     // reduced dims at p.v[2nk..2nk+nr] and p.v[2nk+nr..].
-    let walk = |var: &str, idx: &str, shape_at: usize, stride_at: usize, n: usize| -> String {
-        let mut w = format!("long long {var} = 0; {{ long long r = {idx};");
-        for d in (0..n).rev() {
-            let _ = write!(
-                w,
-                " {{ long long c = r % p.v[{}]; r /= p.v[{}]; {var} += c * p.v[{}]; }}",
-                shape_at + d,
-                shape_at + d,
-                stride_at + d
-            );
-        }
-        w.push_str(" }");
-        w
-    };
     let base = walk("base", "o", 0, nk, nk);
     let off = walk("off", "j", 2 * nk, 2 * nk + nr, nr);
     let lift = s.lift.replace("{x}", &s.load.replace("{x}", "in[base + off]"));
@@ -246,8 +233,8 @@ fn acc_dtype(acc_t: &str) -> Dtype {
 fn op_parts(op: ReduceOp, d: Dtype) -> (String, String, String) {
     let ct = compute_type(d);
     let acc = match (op, d) {
-        (ReduceOp::Sum, Dtype::I32 | Dtype::U32 | Dtype::U8) => "unsigned int",
-        (ReduceOp::Sum, Dtype::I64) => "unsigned long long",
+        (ReduceOp::Sum, Dtype::I8 | Dtype::I16 | Dtype::I32 | Dtype::U16 | Dtype::U32 | Dtype::U8) => "unsigned int",
+        (ReduceOp::Sum, Dtype::I64 | Dtype::U64) => "unsigned long long",
         _ => ct,
     };
     let (lo, hi) = match d {
@@ -255,7 +242,11 @@ fn op_parts(op: ReduceOp, d: Dtype) -> (String, String, String) {
         Dtype::F64 => ("(-inf_d())", "inf_d()"),
         Dtype::Bool => ("false", "true"),
         Dtype::U8 => ("0", "255"),
+        Dtype::U16 => ("0", "65535"),
         Dtype::U32 => ("0u", "4294967295u"),
+        Dtype::U64 => ("0ull", "18446744073709551615ull"),
+        Dtype::I8 => ("(-128)", "127"),
+        Dtype::I16 => ("(-32768)", "32767"),
         Dtype::I32 => ("(-2147483647 - 1)", "2147483647"),
         Dtype::I64 => ("(-9223372036854775807ll - 1)", "9223372036854775807ll"),
     };

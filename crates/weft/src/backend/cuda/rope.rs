@@ -8,16 +8,8 @@ use super::kernel::{ctype, load, short, store, Args, Launcher, BLOCK};
 use super::memory::CudaBuffer;
 use super::rows::{acc_type, params_struct, Rows};
 use super::Operand;
-use crate::primitive::OutSpec;
+use crate::primitive::{OutSpec, RopeParams};
 use crate::Result;
-
-pub(crate) struct RopeParams {
-    pub dims: usize,
-    pub traditional: bool,
-    pub base: f32,
-    pub scale: f32,
-    pub offset: usize,
-}
 
 pub(crate) fn rope(k: &mut Launcher<'_>, rp: &RopeParams, a: &Operand, out: OutSpec<'_>) -> Result<CudaBuffer> {
     let d = a.dtype;

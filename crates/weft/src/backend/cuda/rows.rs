@@ -6,8 +6,11 @@
 //! broadcast costs no copy): the dimensions before the last are collapsed
 //! and walked once per row, the last is a single stride.
 
-use super::kernel::collapse;
+use super::kernel::{collapse, ctype, load, short, Args, Launcher};
+use super::memory::CudaBuffer;
+use super::Operand;
 use crate::dtype::Dtype;
+use crate::primitive::OutSpec;
 use crate::shape::Layout;
 use crate::{Error, Result};
 use std::fmt::Write;
@@ -79,6 +82,79 @@ impl Rows {
     pub(crate) fn key(&self) -> String {
         format!("r{}", self.nd())
     }
+}
+
+/// What the body of a [`row_kernel`] is written with.
+pub(crate) struct RowSource<'a> {
+    /// The element's C type.
+    pub t: &'static str,
+    /// The accumulator's C type (see [`acc_type`]).
+    pub acc: &'static str,
+    /// The element's dtype, for `load`/`store` of further operands.
+    pub dtype: Dtype,
+    /// Element `j` of this row (`x[j * inner]`, converted to `t`'s load).
+    pub x: &'a str,
+}
+
+/// A kernel with one block per row of `a` along its last axis, as
+/// softmax, logsumexp and the norms are written. The generated kernel is
+///
+/// ```c
+/// void NAME(T* out, const T* in, long long rows, long long len,
+///           long long inner EXTRA, P p) {
+///   __shared__ ACC sh[32];                       // for block_sum/block_max
+///   for (row = blockIdx.x; row < rows; row += gridDim.x) {
+///     long long base = ...;                      // the row's offset
+///     const T* x = in + base;
+///     BODY
+///   }
+/// }
+/// ```
+///
+/// `key` names the kernel beyond its dtype and layout class; `extra` are
+/// the C parameters after `inner` (each starting with `, `) and `extra_args`
+/// pushes their values. Nothing is launched when the output is empty.
+pub(crate) fn row_kernel(
+    k: &mut Launcher<'_>,
+    name: &'static str,
+    key: &str,
+    a: &Operand,
+    out: OutSpec<'_>,
+    extra: &str,
+    body: impl FnOnce(&RowSource<'_>) -> String,
+    extra_args: impl FnOnce(&mut Args),
+) -> Result<CudaBuffer> {
+    let d = a.dtype;
+    let acc = acc_type(d, name)?;
+    let r = Rows::new(&a.layout);
+    let n = crate::shape::numel(out.shape);
+    let buf = k.alloc(out.dtype, n)?;
+    if n == 0 {
+        return Ok(buf);
+    }
+    let mut p = Vec::new();
+    let base = r.base("base", "row", &mut p);
+    let f = k.function(&format!("{name}|{key}|{}|{}", short(d), r.key()), name, || {
+        let t = ctype(d);
+        let x = load(d, "x[j * inner]");
+        let body = body(&RowSource { t, acc, dtype: d, x: &x });
+        format!(
+            "{ps}extern \"C\" __global__ void {name}({t}* out, const {t}* in, long long rows, long long len, long long inner{extra}, P p) {{\n\
+             \x20 __shared__ {acc} sh[32];\n\
+             \x20 for (long long row = blockIdx.x; row < rows; row += gridDim.x) {{\n\
+             \x20   {base}\n\
+             \x20   const {t}* x = in + base;\n\
+             {body}\n\
+             \x20 }}\n}}\n",
+            ps = params_struct(p.len()),
+        )
+    })?;
+    let mut args = Args::default();
+    args.ptr(buf.ptr()).ptr(a.ptr).i64(r.rows as i64).i64(r.len as i64).i64(r.inner as i64);
+    extra_args(&mut args);
+    args.params(&p);
+    k.launch(&f, (grid_rows(r.rows), 1, 1), threads_for(r.len), 0, &mut args)?;
+    Ok(buf)
 }
 
 /// `struct P { long long v[n]; }` for `n` parameters.
