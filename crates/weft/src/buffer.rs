@@ -90,7 +90,11 @@ pub struct CpuBuffer {
 pub enum CpuData {
     Bool(Vec<bool>),
     U8(Vec<u8>),
+    U16(Vec<u16>),
     U32(Vec<u32>),
+    U64(Vec<u64>),
+    I8(Vec<i8>),
+    I16(Vec<i16>),
     I32(Vec<i32>),
     I64(Vec<i64>),
     F16(Vec<f16>),
@@ -119,7 +123,7 @@ macro_rules! cpu_element {
         }
     )*};
 }
-cpu_element!(bool => Bool, u8 => U8, u32 => U32, i32 => I32, i64 => I64,
+cpu_element!(bool => Bool, u8 => U8, u16 => U16, u32 => U32, u64 => U64, i8 => I8, i16 => I16, i32 => I32, i64 => I64,
              f16 => F16, bf16 => BF16, f32 => F32, f64 => F64);
 
 impl CpuData {
@@ -127,7 +131,11 @@ impl CpuData {
         match self {
             CpuData::Bool(_) => Dtype::Bool,
             CpuData::U8(_) => Dtype::U8,
+            CpuData::U16(_) => Dtype::U16,
             CpuData::U32(_) => Dtype::U32,
+            CpuData::U64(_) => Dtype::U64,
+            CpuData::I8(_) => Dtype::I8,
+            CpuData::I16(_) => Dtype::I16,
             CpuData::I32(_) => Dtype::I32,
             CpuData::I64(_) => Dtype::I64,
             CpuData::F16(_) => Dtype::F16,
@@ -141,7 +149,11 @@ impl CpuData {
         match self {
             CpuData::Bool(v) => v.len(),
             CpuData::U8(v) => v.len(),
+            CpuData::U16(v) => v.len(),
             CpuData::U32(v) => v.len(),
+            CpuData::U64(v) => v.len(),
+            CpuData::I8(v) => v.len(),
+            CpuData::I16(v) => v.len(),
             CpuData::I32(v) => v.len(),
             CpuData::I64(v) => v.len(),
             CpuData::F16(v) => v.len(),

@@ -8,7 +8,11 @@ use std::fmt;
 pub enum Dtype {
     Bool,
     U8,
+    U16,
     U32,
+    U64,
+    I8,
+    I16,
     I32,
     I64,
     F16,
@@ -18,10 +22,14 @@ pub enum Dtype {
 }
 
 impl Dtype {
-    pub const ALL: [Dtype; 9] = [
+    pub const ALL: [Dtype; 13] = [
         Dtype::Bool,
         Dtype::U8,
+        Dtype::U16,
         Dtype::U32,
+        Dtype::U64,
+        Dtype::I8,
+        Dtype::I16,
         Dtype::I32,
         Dtype::I64,
         Dtype::F16,
@@ -33,10 +41,10 @@ impl Dtype {
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
-            Dtype::Bool | Dtype::U8 => 1,
-            Dtype::F16 | Dtype::BF16 => 2,
+            Dtype::Bool | Dtype::U8 | Dtype::I8 => 1,
+            Dtype::U16 | Dtype::I16 | Dtype::F16 | Dtype::BF16 => 2,
             Dtype::U32 | Dtype::I32 | Dtype::F32 => 4,
-            Dtype::I64 | Dtype::F64 => 8,
+            Dtype::U64 | Dtype::I64 | Dtype::F64 => 8,
         }
     }
 
@@ -45,11 +53,15 @@ impl Dtype {
     }
 
     pub fn is_integer(self) -> bool {
-        matches!(self, Dtype::U8 | Dtype::U32 | Dtype::I32 | Dtype::I64)
+        self.is_unsigned() || matches!(self, Dtype::I8 | Dtype::I16 | Dtype::I32 | Dtype::I64)
+    }
+
+    pub fn is_unsigned(self) -> bool {
+        matches!(self, Dtype::U8 | Dtype::U16 | Dtype::U32 | Dtype::U64)
     }
 
     pub fn is_signed(self) -> bool {
-        matches!(self, Dtype::I32 | Dtype::I64) || self.is_float()
+        matches!(self, Dtype::I8 | Dtype::I16 | Dtype::I32 | Dtype::I64) || self.is_float()
     }
 
     /// MLX's name for the type (`float32`, `int64`, ...).
@@ -57,7 +69,11 @@ impl Dtype {
         match self {
             Dtype::Bool => "bool",
             Dtype::U8 => "uint8",
+            Dtype::U16 => "uint16",
             Dtype::U32 => "uint32",
+            Dtype::U64 => "uint64",
+            Dtype::I8 => "int8",
+            Dtype::I16 => "int16",
             Dtype::I32 => "int32",
             Dtype::I64 => "int64",
             Dtype::F16 => "float16",
@@ -71,9 +87,12 @@ impl Dtype {
         Dtype::ALL.into_iter().find(|d| d.name() == name)
     }
 
-    /// The smallest type both `a` and `b` convert to without loss, as MLX's
-    /// `promote_types` gives it: ints and floats give the float, `float16`
-    /// with `bfloat16` gives `float32`, `uint32` with `int32` gives `int64`.
+    /// The type `a` and `b` combine to, as MLX's `promote_types` gives it:
+    /// bool gives way to anything; ints with floats give the float;
+    /// `float16` with `bfloat16` gives `float32`; two ints of one signedness
+    /// give the wider; an unsigned with a signed int gives the signed one if
+    /// it is wider, else the signed int twice the unsigned's width, and
+    /// `uint64` with any signed int gives `float32` (no int holds both).
     pub fn promote(a: Dtype, b: Dtype) -> Dtype {
         use Dtype::*;
         if a == b {
@@ -83,13 +102,17 @@ impl Dtype {
         match (lo, hi) {
             (Bool, x) => x,
             (F16, BF16) => F32,
-            (_, F64) => F64,
-            (x, y) if y.is_float() && !x.is_float() => y,
-            (x, y) if x.is_float() && y.is_float() => y,
-            (U8, y) => y,
-            (U32, I32) => I64,
-            (U32, I64) | (I32, I64) => I64,
-            (x, y) => unreachable!("promote({x:?}, {y:?})"),
+            // Floats order last, and by width, as ints of one signedness do.
+            (_, y) if y.is_float() => y,
+            (x, y) if x.is_unsigned() == y.is_unsigned() => y,
+            // `lo` is the unsigned one (unsigned types order first).
+            (U64, _) => F32,
+            (u, s) if s.size() > u.size() => s,
+            (u, _) => match u.size() {
+                1 => I16,
+                2 => I32,
+                _ => I64,
+            },
         }
     }
 
@@ -152,7 +175,11 @@ macro_rules! element {
 
 element!(bool, Bool, |x| x as u8 as f64, |v| v != 0.0, |x| x as i64, |v| v != 0);
 element!(u8, U8, |x| x as f64, |v| v as u8);
+element!(u16, U16, |x| x as f64, |v| v as u16);
 element!(u32, U32, |x| x as f64, |v| v as u32);
+element!(u64, U64, |x| x as f64, |v| v as u64);
+element!(i8, I8, |x| x as f64, |v| v as i8);
+element!(i16, I16, |x| x as f64, |v| v as i16);
 element!(i32, I32, |x| x as f64, |v| v as i32);
 element!(i64, I64, |x| x as f64, |v| v as i64);
 element!(f16, F16, |x| x.to_f64(), |v| f16::from_f64(v), |x| x.to_f64() as i64, |v| f16::from_f64(v as f64));
@@ -177,6 +204,16 @@ mod tests {
             (F32, F64, F64),
             (U8, U32, U32),
             (Bool, Bool, Bool),
+            (U8, I8, I16),
+            (U16, I8, I32),
+            (U16, I32, I32),
+            (U32, I16, I64),
+            (U64, I8, F32),
+            (U64, U8, U64),
+            (I8, I64, I64),
+            (I16, F16, F16),
+            (U64, BF16, BF16),
+            (F16, F32, F32),
         ];
         for (a, b, want) in cases {
             assert_eq!(Dtype::promote(a, b), want, "{a} + {b}");
@@ -206,7 +243,11 @@ macro_rules! with_dtype {
         match $dtype {
             $crate::Dtype::Bool => { type $T = bool; $body }
             $crate::Dtype::U8 => { type $T = u8; $body }
+            $crate::Dtype::U16 => { type $T = u16; $body }
             $crate::Dtype::U32 => { type $T = u32; $body }
+            $crate::Dtype::U64 => { type $T = u64; $body }
+            $crate::Dtype::I8 => { type $T = i8; $body }
+            $crate::Dtype::I16 => { type $T = i16; $body }
             $crate::Dtype::I32 => { type $T = i32; $body }
             $crate::Dtype::I64 => { type $T = i64; $body }
             $crate::Dtype::F16 => { type $T = $crate::half::f16; $body }

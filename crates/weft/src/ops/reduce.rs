@@ -27,8 +27,9 @@ fn reduce(op: ReduceOp, a: &Array, axes: Axes, keepdims: bool) -> Result<Array> 
         bail!(Shape, "cannot {op:?}-reduce an axis of size 0 (shape {:?})", a.shape());
     }
     let dtype = match (op, a.dtype()) {
-        (ReduceOp::Sum, Dtype::Bool) => Dtype::I32,
-        (ReduceOp::Sum, Dtype::U8) => Dtype::U32,
+        // MLX's sum widens narrow ints to 32 bits (bool counts as int32).
+        (ReduceOp::Sum, Dtype::Bool | Dtype::I8 | Dtype::I16) => Dtype::I32,
+        (ReduceOp::Sum, Dtype::U8 | Dtype::U16) => Dtype::U32,
         (_, d) => d,
     };
     let a = astype(a, dtype)?;

@@ -20,9 +20,9 @@ pub fn cumsum(a: &Array, axis: Option<isize>, reverse: bool, inclusive: bool) ->
         Some(ax) => (a.clone(), normalize_axis(ax, a.ndim())?),
         None => (super::reshape(a, &[-1])?, 0),
     };
+    // As MLX: bool counts in int32, every other type keeps its own.
     let dtype = match a.dtype() {
         Dtype::Bool => Dtype::I32,
-        Dtype::U8 => Dtype::U32,
         d => d,
     };
     let a = astype(&a, dtype)?;

@@ -3,7 +3,6 @@
 
 #![allow(dead_code)]
 
-use half::{bf16, f16};
 use weft::ops::{self, SliceArg};
 use weft::{Array, Dtype};
 
@@ -47,17 +46,14 @@ pub enum Kind {
 
 /// `v` rounded to what `dtype` can hold (ints wrap, bools are "nonzero").
 pub fn round_to(v: f64, dtype: Dtype) -> f64 {
-    match dtype {
-        Dtype::Bool => (v != 0.0) as u8 as f64,
-        Dtype::U8 => (v as i64 as u8) as f64,
-        Dtype::U32 => (v as i64 as u32) as f64,
-        Dtype::I32 => (v as i64 as i32) as f64,
-        Dtype::I64 => v.trunc(),
-        Dtype::F16 => f16::from_f64(v).to_f64(),
-        Dtype::BF16 => bf16::from_f64(v).to_f64(),
-        Dtype::F32 => v as f32 as f64,
-        Dtype::F64 => v,
-    }
+    use weft::dtype::Element;
+    weft::with_dtype!(dtype, T => {
+        if dtype.is_float() || dtype == Dtype::Bool {
+            T::from_f64(v).to_f64()
+        } else {
+            T::from_i64(v as i64).to_f64()
+        }
+    })
 }
 
 /// `n` random values of `dtype` (exactly representable in it).
@@ -84,34 +80,15 @@ pub fn array(vals: &[f64], shape: &[usize], dtype: Dtype) -> Array {
     fn mk<T: weft::buffer::CpuElement>(v: Vec<T>, shape: &[usize]) -> Array {
         Array::from_vec(v, shape).unwrap()
     }
-    let r = |v: &f64| round_to(*v, dtype);
-    match dtype {
-        Dtype::Bool => mk(vals.iter().map(|v| r(v) != 0.0).collect(), shape),
-        Dtype::U8 => mk(vals.iter().map(|v| r(v) as u8).collect(), shape),
-        Dtype::U32 => mk(vals.iter().map(|v| r(v) as u32).collect(), shape),
-        Dtype::I32 => mk(vals.iter().map(|v| r(v) as i32).collect(), shape),
-        Dtype::I64 => mk(vals.iter().map(|v| r(v) as i64).collect(), shape),
-        Dtype::F16 => mk(vals.iter().map(|&v| f16::from_f64(v)).collect(), shape),
-        Dtype::BF16 => mk(vals.iter().map(|&v| bf16::from_f64(v)).collect(), shape),
-        Dtype::F32 => mk(vals.iter().map(|&v| v as f32).collect(), shape),
-        Dtype::F64 => mk(vals.to_vec(), shape),
-    }
+    use weft::dtype::Element;
+    weft::with_dtype!(dtype, T => mk(vals.iter().map(|&v| T::from_f64(round_to(v, dtype))).collect::<Vec<T>>(), shape))
 }
 
 /// The elements of `a` as `f64`, read with `a`'s own element type (not
 /// through weft's `astype`).
 pub fn read(a: &Array) -> Vec<f64> {
-    match a.dtype() {
-        Dtype::Bool => a.to_vec::<bool>().unwrap().into_iter().map(|x| x as u8 as f64).collect(),
-        Dtype::U8 => a.to_vec::<u8>().unwrap().into_iter().map(|x| x as f64).collect(),
-        Dtype::U32 => a.to_vec::<u32>().unwrap().into_iter().map(|x| x as f64).collect(),
-        Dtype::I32 => a.to_vec::<i32>().unwrap().into_iter().map(|x| x as f64).collect(),
-        Dtype::I64 => a.to_vec::<i64>().unwrap().into_iter().map(|x| x as f64).collect(),
-        Dtype::F16 => a.to_vec::<f16>().unwrap().into_iter().map(|x| x.to_f64()).collect(),
-        Dtype::BF16 => a.to_vec::<bf16>().unwrap().into_iter().map(|x| x.to_f64()).collect(),
-        Dtype::F32 => a.to_vec::<f32>().unwrap().into_iter().map(|x| x as f64).collect(),
-        Dtype::F64 => a.to_vec::<f64>().unwrap(),
-    }
+    use weft::dtype::Element;
+    weft::with_dtype!(a.dtype(), T => a.to_vec::<T>().unwrap().into_iter().map(Element::to_f64).collect())
 }
 
 /// Relative tolerance of one rounding to `dtype` (with some slack for

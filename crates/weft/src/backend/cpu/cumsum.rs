@@ -20,7 +20,11 @@ pub(crate) fn cumsum(axis: usize, reverse: bool, inclusive: bool, a: &Data, out:
         Dtype::F64 => scan(a, dims, flags, |x: f64| x, |x, y| x + y, |x| x),
         Dtype::Bool => scan(a, dims, flags, |x: bool| x, Arith::add, |x| x),
         Dtype::U8 => scan(a, dims, flags, |x: u8| x, Arith::add, |x| x),
+        Dtype::U16 => scan(a, dims, flags, |x: u16| x, Arith::add, |x| x),
         Dtype::U32 => scan(a, dims, flags, |x: u32| x, Arith::add, |x| x),
+        Dtype::U64 => scan(a, dims, flags, |x: u64| x, Arith::add, |x| x),
+        Dtype::I8 => scan(a, dims, flags, |x: i8| x, Arith::add, |x| x),
+        Dtype::I16 => scan(a, dims, flags, |x: i16| x, Arith::add, |x| x),
         Dtype::I32 => scan(a, dims, flags, |x: i32| x, Arith::add, |x| x),
         Dtype::I64 => scan(a, dims, flags, |x: i64| x, Arith::add, |x| x),
     }

@@ -72,7 +72,8 @@ macro_rules! int_arith {
         }
     )*};
 }
-int_arith!(u8 => |x| x, u32 => |x| x, i32 => |x| x.wrapping_abs(), i64 => |x| x.wrapping_abs());
+int_arith!(u8 => |x| x, u16 => |x| x, u32 => |x| x, u64 => |x| x,
+           i8 => |x| x.wrapping_abs(), i16 => |x| x.wrapping_abs(), i32 => |x| x.wrapping_abs(), i64 => |x| x.wrapping_abs());
 
 macro_rules! float_arith {
     ($($t:ty),*) => {$(

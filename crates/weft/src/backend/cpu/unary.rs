@@ -102,7 +102,11 @@ pub(crate) fn unary(op: UnaryOp, a: &Data, out: OutSpec<'_>) -> Result<CpuBuffer
         Dtype::BF16 => float::<bf16>(op, a),
         d @ Dtype::Bool => int::<bool>(op, a, d),
         d @ Dtype::U8 => int::<u8>(op, a, d),
+        d @ Dtype::U16 => int::<u16>(op, a, d),
         d @ Dtype::U32 => int::<u32>(op, a, d),
+        d @ Dtype::U64 => int::<u64>(op, a, d),
+        d @ Dtype::I8 => int::<i8>(op, a, d),
+        d @ Dtype::I16 => int::<i16>(op, a, d),
         d @ Dtype::I32 => int::<i32>(op, a, d),
         d @ Dtype::I64 => int::<i64>(op, a, d),
     }

@@ -61,7 +61,7 @@ fn arith(op: BinaryOp, d: Dtype, x: &str, y: &str) -> String {
     }
     // Integers: wrap through the unsigned type of the same width.
     let u = match d {
-        Dtype::I64 => "unsigned long long",
+        Dtype::I64 | Dtype::U64 => "unsigned long long",
         _ => "unsigned int",
     };
     let signed = d.is_signed();

@@ -34,8 +34,8 @@ pub(crate) fn cumsum(k: &mut Launcher<'_>, axis: usize, reverse: bool, inclusive
         let (acc, lift, add, fin) = match d {
             Dtype::Bool => ("bool", "x".to_string(), "acc = acc | x_;", "acc".to_string()),
             Dtype::U8 => ("unsigned char", "x".into(), "acc = (unsigned char)(acc + x_);", "acc".into()),
-            Dtype::U32 | Dtype::I32 => ("unsigned int", "(unsigned int)x".into(), "acc += x_;", format!("({t})acc")),
-            Dtype::I64 => ("unsigned long long", "(unsigned long long)x".into(), "acc += x_;", format!("({t})acc")),
+            Dtype::U16 | Dtype::I8 | Dtype::I16 | Dtype::U32 | Dtype::I32 => ("unsigned int", "(unsigned int)x".into(), "acc += x_;", format!("({t})acc")),
+            Dtype::I64 | Dtype::U64 => ("unsigned long long", "(unsigned long long)x".into(), "acc += x_;", format!("({t})acc")),
             _ => (if d == Dtype::F64 { "double" } else { "float" }, load(d, "x"), "acc += x_;", store(d, "acc")),
         };
         let idx = if reverse { "n - 1 - s" } else { "s" };

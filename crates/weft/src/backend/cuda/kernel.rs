@@ -145,7 +145,11 @@ pub(crate) fn ctype(d: Dtype) -> &'static str {
     match d {
         Dtype::Bool => "bool",
         Dtype::U8 => "unsigned char",
+        Dtype::U16 => "unsigned short",
         Dtype::U32 => "unsigned int",
+        Dtype::U64 => "unsigned long long",
+        Dtype::I8 => "signed char",
+        Dtype::I16 => "short",
         Dtype::I32 => "int",
         Dtype::I64 => "long long",
         Dtype::F16 | Dtype::BF16 => "unsigned short",
@@ -195,7 +199,11 @@ pub(crate) fn from_double(d: Dtype, x: &str) -> String {
     match d {
         Dtype::Bool => format!("(({x}) != 0.0)"),
         Dtype::U8 => format!("sat_u8({x})"),
+        Dtype::U16 => format!("sat_u16({x})"),
         Dtype::U32 => format!("sat_u32({x})"),
+        Dtype::U64 => format!("sat_u64({x})"),
+        Dtype::I8 => format!("sat_i8({x})"),
+        Dtype::I16 => format!("sat_i16({x})"),
         Dtype::I32 => format!("sat_i32({x})"),
         Dtype::I64 => format!("sat_i64({x})"),
         Dtype::F16 => format!("d2h({x})"),
@@ -209,7 +217,11 @@ pub(crate) fn short(d: Dtype) -> &'static str {
     match d {
         Dtype::Bool => "b",
         Dtype::U8 => "u8",
+        Dtype::U16 => "u16",
         Dtype::U32 => "u32",
+        Dtype::U64 => "u64",
+        Dtype::I8 => "i8",
+        Dtype::I16 => "i16",
         Dtype::I32 => "i32",
         Dtype::I64 => "i64",
         Dtype::F16 => "f16",
@@ -238,6 +250,10 @@ __device__ __forceinline__ unsigned short d2bf(double x) {
   return f2bf(f);
 }
 __device__ __forceinline__ unsigned char sat_u8(double x) { return x != x ? 0 : x <= 0.0 ? 0 : x >= 255.0 ? 255 : (unsigned char)x; }
+__device__ __forceinline__ unsigned short sat_u16(double x) { return x != x ? 0 : x <= 0.0 ? 0 : x >= 65535.0 ? 65535 : (unsigned short)x; }
+__device__ __forceinline__ unsigned long long sat_u64(double x) { return x != x ? 0ull : x <= 0.0 ? 0ull : x >= 18446744073709551615.0 ? 18446744073709551615ull : (unsigned long long)x; }
+__device__ __forceinline__ signed char sat_i8(double x) { return x != x ? 0 : x <= -128.0 ? -128 : x >= 127.0 ? 127 : (signed char)x; }
+__device__ __forceinline__ short sat_i16(double x) { return x != x ? 0 : x <= -32768.0 ? -32768 : x >= 32767.0 ? 32767 : (short)x; }
 __device__ __forceinline__ unsigned int sat_u32(double x) { return x != x ? 0u : x <= 0.0 ? 0u : x >= 4294967295.0 ? 4294967295u : (unsigned int)x; }
 __device__ __forceinline__ int sat_i32(double x) { return x != x ? 0 : x <= -2147483648.0 ? (-2147483647 - 1) : x >= 2147483647.0 ? 2147483647 : (int)x; }
 __device__ __forceinline__ long long sat_i64(double x) { return x != x ? 0ll : x <= -9223372036854775808.0 ? (-9223372036854775807ll - 1) : x >= 9223372036854775807.0 ? 9223372036854775807ll : (long long)x; }

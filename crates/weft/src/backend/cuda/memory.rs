@@ -298,7 +298,11 @@ fn upload(c: &CpuBuffer, stream: &Arc<StreamHandle>) -> Result<CudaBuffer> {
     let src: *const u8 = match &c.data {
         CpuData::Bool(v) => v.as_ptr() as *const u8,
         CpuData::U8(v) => v.as_ptr(),
+        CpuData::U16(v) => v.as_ptr() as *const u8,
         CpuData::U32(v) => v.as_ptr() as *const u8,
+        CpuData::U64(v) => v.as_ptr() as *const u8,
+        CpuData::I8(v) => v.as_ptr() as *const u8,
+        CpuData::I16(v) => v.as_ptr() as *const u8,
         CpuData::I32(v) => v.as_ptr() as *const u8,
         CpuData::I64(v) => v.as_ptr() as *const u8,
         CpuData::F16(v) => v.as_ptr() as *const u8,
@@ -367,7 +371,11 @@ pub(crate) fn to_host(data: &Data) -> Result<Data> {
     let host = match b.dtype {
         Dtype::Bool => copy_out!(bool),
         Dtype::U8 => copy_out!(u8),
+        Dtype::U16 => copy_out!(u16),
         Dtype::U32 => copy_out!(u32),
+        Dtype::U64 => copy_out!(u64),
+        Dtype::I8 => copy_out!(i8),
+        Dtype::I16 => copy_out!(i16),
         Dtype::I32 => copy_out!(i32),
         Dtype::I64 => copy_out!(i64),
         Dtype::F16 => copy_out!(half::f16),

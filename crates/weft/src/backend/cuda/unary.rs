@@ -14,13 +14,14 @@ pub(crate) fn unary(k: &mut Launcher<'_>, op: UnaryOp, a: &Operand, out: OutSpec
     let expr = match d {
         Dtype::F16 | Dtype::BF16 | Dtype::F32 => float_expr(op, &x, "f"),
         Dtype::F64 => float_expr(op, &x, ""),
-        Dtype::Bool | Dtype::U8 | Dtype::U32 => match op {
+        Dtype::Bool | Dtype::U8 | Dtype::U16 | Dtype::U32 | Dtype::U64 => match op {
             UnaryOp::Neg | UnaryOp::Abs if d == Dtype::Bool || op == UnaryOp::Abs => x,
+            UnaryOp::Neg if d == Dtype::U64 => format!("(0ull - (unsigned long long)({x}))"),
             UnaryOp::Neg => format!("(0u - (unsigned int)({x}))"),
             _ => return Err(int_err(op, d)),
         },
-        Dtype::I32 | Dtype::I64 => {
-            let u = if d == Dtype::I32 { "unsigned int" } else { "unsigned long long" };
+        Dtype::I8 | Dtype::I16 | Dtype::I32 | Dtype::I64 => {
+            let u = if d == Dtype::I64 { "unsigned long long" } else { "unsigned int" };
             let neg = format!("({}) (({u})0 - ({u})({x}))", compute_type(d));
             match op {
                 UnaryOp::Neg => neg,
