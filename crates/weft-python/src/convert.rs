@@ -220,16 +220,7 @@ fn from_numpy(ob: &Bound<'_, PyAny>) -> PyResult<Array> {
     let np = py.import("numpy")?;
     let kwargs = pyo3::types::PyDict::new(py);
     kwargs.set_item("order", "C")?;
-    let mut arr = np.call_method("asarray", (ob,), Some(&kwargs))?;
-    let name: String = arr.getattr("dtype")?.getattr("name")?.extract()?;
-    let widened = match name.as_str() {
-        "int8" | "int16" => Some("int32"),
-        "uint16" => Some("uint32"),
-        _ => None,
-    };
-    if let Some(w) = widened {
-        arr = arr.call_method1("astype", (w,))?;
-    }
+    let arr = np.call_method("asarray", (ob,), Some(&kwargs))?;
     let name: String = arr.getattr("dtype")?.getattr("name")?.extract()?;
     let Some(dtype) = Dtype::from_name(&name) else {
         return Err(PyValueError::new_err(format!("cannot convert a NumPy array of dtype {name} to a weft array")));
@@ -279,6 +270,9 @@ fn py_scalar<'py, T: Element>(py: Python<'py>, v: T, dtype: Dtype) -> PyResult<B
         PyBool::new(py, v.to_i64() != 0).to_owned().into_any()
     } else if dtype.is_float() {
         PyFloat::new(py, v.to_f64()).into_any()
+    } else if dtype == Dtype::U64 {
+        // `to_i64` keeps a u64's bits; read them back unsigned.
+        (v.to_i64() as u64).into_pyobject(py)?.into_any()
     } else {
         v.to_i64().into_pyobject(py)?.into_any()
     })

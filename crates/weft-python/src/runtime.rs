@@ -1,12 +1,14 @@
 //! Evaluation, memory and backend queries: `eval`, `async_eval`,
-//! `set_memory_limit`, `get_active_memory`, `cuda.is_available`, ...
+//! `set_memory_limit`, `get_active_memory`, the device queries
+//! (`is_available`, `device_count`, `device_info`, `cuda`, `metal`), ...
 
 use crate::array::PyArray;
-use crate::errors::eval_error;
+use crate::device::{DeviceArg, PyDeviceType};
+use crate::errors::{eval_error, OpResult};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use weft::Array;
+use weft::{Array, Device, DeviceType};
 
 /// How deep a tree of containers `eval` walks before it gives up (Python's
 /// own recursion limit is 1000; weft's walk must stay far from the native
@@ -110,6 +112,60 @@ fn is_available() -> bool {
     weft::backend::check_available(weft::Device::gpu(0)).is_ok()
 }
 
+/// `mx.metal.is_available()`: weft has no Metal backend.
+#[pyfunction(name = "is_available")]
+fn metal_is_available() -> bool {
+    false
+}
+
+/// Whether `device` (a Device, or a DeviceType meaning its device 0) can
+/// be used: the CPU always, a GPU when CUDA finds it.
+#[pyfunction(name = "is_available")]
+fn device_is_available(device: DeviceArg) -> bool {
+    weft::backend::check_available(device.0).is_ok()
+}
+
+/// How many devices of `device_type` this process can use.
+#[pyfunction]
+fn device_count(device_type: PyDeviceType) -> usize {
+    match DeviceType::from(device_type) {
+        DeviceType::Cpu => 1,
+        // GPUs are numbered from 0 without gaps; 64 bounds the search.
+        DeviceType::Gpu => (0..64).take_while(|&i| weft::backend::check_available(Device::gpu(i)).is_ok()).count(),
+    }
+}
+
+/// `device_info(d)`: what MLX reports for the CPU (`architecture`,
+/// `device_name`); for a GPU, its index and whether it can be used.
+#[pyfunction]
+#[pyo3(signature = (d = None))]
+fn device_info<'py>(py: Python<'py>, d: Option<DeviceArg>) -> PyResult<Bound<'py, PyDict>> {
+    let device = d.map_or_else(weft::default_device, |d| d.0);
+    let info = PyDict::new(py);
+    match device.kind {
+        DeviceType::Cpu => {
+            info.set_item("architecture", std::env::consts::ARCH)?;
+            let name = std::fs::read_to_string("/proc/cpuinfo")
+                .ok()
+                .and_then(|t| t.lines().find_map(|l| l.strip_prefix("model name").map(|r| r.trim_start_matches([' ', '\t', ':']).to_string())))
+                .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+            info.set_item("device_name", name)?;
+        }
+        DeviceType::Gpu => {
+            weft::backend::check_available(device).py()?;
+            info.set_item("device_name", format!("CUDA device {}", device.index))?;
+            info.set_item("architecture", "cuda")?;
+        }
+    }
+    Ok(info)
+}
+
+/// `clear_streams()`: MLX destroys the calling thread's streams. A weft
+/// stream belongs to no thread and is freed with its last reference, so
+/// there is nothing to destroy.
+#[pyfunction]
+fn clear_streams() {}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(eval, m)?)?;
     m.add_function(wrap_pyfunction!(async_eval, m)?)?;
@@ -120,10 +176,20 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(get_cache_memory, m)?)?;
     m.add_function(wrap_pyfunction!(clear_cache, m)?)?;
 
+    m.add_function(wrap_pyfunction!(device_is_available, m)?)?;
+    m.add_function(wrap_pyfunction!(device_count, m)?)?;
+    m.add_function(wrap_pyfunction!(device_info, m)?)?;
+    m.add_function(wrap_pyfunction!(clear_streams, m)?)?;
+
     let cuda = PyModule::new(m.py(), "cuda")?;
     cuda.add_function(wrap_pyfunction!(is_available, &cuda)?)?;
-    m.add_submodule(&cuda)?;
-    // `import weft.core.cuda` finds the submodule too.
-    m.py().import("sys")?.getattr("modules")?.set_item("weft.core.cuda", &cuda)?;
+    crate::add_submodule(m, &cuda, "cuda")?;
+    // `mx.metal`: the queries MLX code makes before it picks a path.
+    let metal = PyModule::new(m.py(), "metal")?;
+    metal.add_function(wrap_pyfunction!(metal_is_available, &metal)?)?;
+    for name in ["get_active_memory", "get_peak_memory", "reset_peak_memory", "get_cache_memory", "clear_cache", "set_memory_limit"] {
+        metal.add(name, m.getattr(name)?)?;
+    }
+    crate::add_submodule(m, &metal, "metal")?;
     Ok(())
 }

@@ -39,10 +39,7 @@ fn every_unary_op_matches_reference() {
                 rand(&mut rng, &[3, 5], dtype, lo, hi)
             } else {
                 // Whole numbers in the op's range (and the dtype's).
-                let floor = match dtype {
-                    Dtype::Bool | Dtype::U8 | Dtype::U32 => 0.0,
-                    _ => lo.ceil(),
-                };
+                let floor = if dtype == Dtype::Bool || dtype.is_unsigned() { lo.ceil().max(0.0) } else { lo.ceil() };
                 let top = if dtype == Dtype::Bool { 1.0 } else { hi.floor() };
                 if floor > top {
                     continue;

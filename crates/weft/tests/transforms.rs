@@ -148,6 +148,7 @@ fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
         Pow => ops::power,
         Maximum => ops::maximum,
         Minimum => ops::minimum,
+        Atan2 => ops::arctan2,
         Equal => ops::equal,
         NotEqual => ops::not_equal,
         Less => ops::less,

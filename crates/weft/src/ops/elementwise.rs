@@ -56,8 +56,8 @@ pub fn round(a: &Array, decimals: i32) -> Result<Array> {
 fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     let mut dtype = Dtype::promote(a.dtype(), b.dtype());
-    if op == BinaryOp::Div {
-        // True division, as MLX's `divide`: integers divide in float32.
+    if matches!(op, BinaryOp::Div | BinaryOp::Atan2) {
+        // True division, as MLX's `divide`, and atan2: integers compute in float32.
         dtype = dtype.at_least_float();
     }
     if matches!(op, BinaryOp::FloorDiv | BinaryOp::Rem) && dtype == Dtype::Bool {
@@ -152,4 +152,64 @@ pub fn logaddexp(a: &Array, b: &Array) -> Result<Array> {
     // give `a + log 2`.
     let same = add(&a, &super::creation::scalar(std::f64::consts::LN_2, dtype)?)?;
     where_(&equal(&a, &b)?, &same, &add(&m, &spread)?)
+}
+
+/// `atan2(a, b)`: the angle of the point `(b, a)` in `(-pi, pi]`; integers
+/// compute in float32.
+pub fn arctan2(a: &Array, b: &Array) -> Result<Array> {
+    binary(BinaryOp::Atan2, a, b)
+}
+
+/// `(a // b, a % b)`.
+pub fn divmod(a: &Array, b: &Array) -> Result<(Array, Array)> {
+    Ok((floor_divide(a, b)?, remainder(a, b)?))
+}
+
+/// Degrees to radians; integers compute in float32.
+pub fn radians(a: &Array) -> Result<Array> {
+    let dtype = a.dtype().at_least_float();
+    multiply(&astype(a, dtype)?, &astype(&Array::scalar(std::f64::consts::PI / 180.0), dtype)?)
+}
+
+/// Radians to degrees; integers compute in float32.
+pub fn degrees(a: &Array) -> Result<Array> {
+    let dtype = a.dtype().at_least_float();
+    multiply(&astype(a, dtype)?, &astype(&Array::scalar(180.0 / std::f64::consts::PI), dtype)?)
+}
+
+/// Rounds toward zero (integers unchanged).
+pub fn trunc(a: &Array) -> Result<Array> {
+    if !a.dtype().is_float() {
+        return Ok(a.clone());
+    }
+    let zero = astype(&Array::scalar(0.0f64), a.dtype())?;
+    where_(&less(a, &zero)?, &ceil(a)?, &floor(a)?)
+}
+
+/// The largest finite value of a float dtype.
+pub fn float_max(d: Dtype) -> Result<f64> {
+    Ok(match d {
+        Dtype::F16 => half::f16::MAX.to_f64(),
+        Dtype::BF16 => half::bf16::MAX.to_f64(),
+        Dtype::F32 => f32::MAX as f64,
+        Dtype::F64 => f64::MAX,
+        d => return Err(Error::Dtype(format!("{d} is not a float type"))),
+    })
+}
+
+/// `a` with NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf`
+/// (by default the dtype's largest and smallest finite values); other
+/// dtypes are unchanged.
+pub fn nan_to_num(a: &Array, nan: f64, posinf: Option<f64>, neginf: Option<f64>) -> Result<Array> {
+    let d = a.dtype();
+    if !d.is_float() {
+        return Ok(a.clone());
+    }
+    let big = float_max(d)?;
+    let c = |v: f64| astype(&Array::scalar(v), d);
+    let zero = c(0.0)?;
+    let inf = super::isinf(a)?;
+    let x = where_(&super::isnan(a)?, &c(nan)?, a)?;
+    let x = where_(&super::logical_and(&inf, &greater(a, &zero)?)?, &c(posinf.unwrap_or(big))?, &x)?;
+    where_(&super::logical_and(&inf, &less(a, &zero)?)?, &c(neginf.unwrap_or(-big))?, &x)
 }

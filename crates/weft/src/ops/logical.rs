@@ -104,3 +104,25 @@ pub fn array_equal(a: &Array, b: &Array, equal_nan: bool) -> Result<Array> {
     }
     all(&eq, Axes::All, false)
 }
+
+/// Where `a` and `b` differ in truth.
+pub fn logical_xor(a: &Array, b: &Array) -> Result<Array> {
+    not_equal(&truth(a)?, &truth(b)?)
+}
+
+/// Where `a` is `+inf` (never, for non-floats).
+pub fn isposinf(a: &Array) -> Result<Array> {
+    let inf = astype(&Array::scalar(f64::INFINITY), a.dtype().at_least_float())?;
+    if !a.dtype().is_float() {
+        return super::zeros(a.shape(), Dtype::Bool);
+    }
+    equal(a, &inf)
+}
+
+/// Where `a` is `-inf` (never, for non-floats).
+pub fn isneginf(a: &Array) -> Result<Array> {
+    if !a.dtype().is_float() {
+        return super::zeros(a.shape(), Dtype::Bool);
+    }
+    equal(a, &astype(&Array::scalar(f64::NEG_INFINITY), a.dtype())?)
+}

@@ -23,13 +23,13 @@ fn squeeze_axes(out: Array, axes: &[usize], keepdims: bool) -> Result<Array> {
 
 fn reduce(op: ReduceOp, a: &Array, axes: Axes, keepdims: bool) -> Result<Array> {
     let axes = axes.normalize(a.ndim())?;
-    if op != ReduceOp::Sum && axes.iter().any(|&ax| a.shape()[ax] == 0) {
+    if matches!(op, ReduceOp::Max | ReduceOp::Min) && axes.iter().any(|&ax| a.shape()[ax] == 0) {
         bail!(Shape, "cannot {op:?}-reduce an axis of size 0 (shape {:?})", a.shape());
     }
     let dtype = match (op, a.dtype()) {
-        // MLX's sum widens narrow ints to 32 bits (bool counts as int32).
-        (ReduceOp::Sum, Dtype::Bool | Dtype::I8 | Dtype::I16) => Dtype::I32,
-        (ReduceOp::Sum, Dtype::U8 | Dtype::U16) => Dtype::U32,
+        // MLX's sum and prod widen narrow ints to 32 bits (bool counts as int32).
+        (ReduceOp::Sum | ReduceOp::Prod, Dtype::Bool | Dtype::I8 | Dtype::I16) => Dtype::I32,
+        (ReduceOp::Sum | ReduceOp::Prod, Dtype::U8 | Dtype::U16) => Dtype::U32,
         (_, d) => d,
     };
     let a = astype(a, dtype)?;

@@ -1,7 +1,7 @@
 //! Shape ops: `reshape`, `transpose`, `broadcast_to`, `slice`,
 //! `concatenate`, `expand_dims`, `squeeze`. All but `concatenate` are views.
 
-use super::astype;
+use super::{arange, astype};
 use crate::dtype::Dtype;
 use crate::primitive::Primitive;
 use crate::shape::{broadcast_shapes, checked_numel, normalize_axis, Axes};
@@ -377,4 +377,183 @@ fn permuted(a: &Array, perm: &[isize]) -> Result<Array> {
         return Ok(a.clone());
     }
     transpose(a, perm)
+}
+
+/// `a` with at least `n` (1 to 3) dimensions, as NumPy's `atleast_nd`: a
+/// scalar becomes `[1]`, `[1, 1]` or `[1, 1, 1]`; for `n = 2` a vector
+/// `[k]` becomes `[1, k]`; for `n = 3` a vector becomes `[1, k, 1]` and a
+/// matrix `[m, k]` becomes `[m, k, 1]`.
+pub fn atleast_nd(a: &Array, n: usize) -> Result<Array> {
+    if !(1..=3).contains(&n) {
+        bail!(InvalidArgument, "atleast_nd: n must be 1, 2 or 3, got {n}");
+    }
+    if a.ndim() >= n {
+        return Ok(a.clone());
+    }
+    let s: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
+    let shape: Vec<isize> = match (n, s.as_slice()) {
+        (_, []) => vec![1; n],
+        (2, [k]) => vec![1, *k],
+        (3, [k]) => vec![1, *k, 1],
+        (3, [m, k]) => vec![*m, *k, 1],
+        _ => unreachable!("ndim {} < n {n} <= 3 is covered above", a.ndim()),
+    };
+    reshape(a, &shape)
+}
+
+/// `a` with `axis` split into `shape` (one entry may be `-1`).
+pub fn unflatten(a: &Array, axis: isize, shape: &[isize]) -> Result<Array> {
+    let ax = normalize_axis(axis, a.ndim())?;
+    if shape.is_empty() {
+        bail!(InvalidArgument, "unflatten: the new shape of axis {axis} is empty");
+    }
+    let mut new: Vec<isize> = a.shape()[..ax].iter().map(|&d| d as isize).collect();
+    let inner: Vec<isize> = shape.to_vec();
+    // The split axis must hold exactly `shape`'s elements.
+    let known: isize = inner.iter().filter(|&&d| d >= 0).product();
+    let holes = inner.iter().filter(|&&d| d < 0).count();
+    let n = a.shape()[ax] as isize;
+    if holes > 1 || inner.iter().any(|&d| d < -1) || (holes == 0 && known != n) || (holes == 1 && (known == 0 || n % known != 0)) {
+        bail!(Shape, "unflatten: cannot split axis {axis} of size {n} into {shape:?}");
+    }
+    new.extend(inner.iter().map(|&d| if d < 0 { n / known } else { d }));
+    new.extend(a.shape()[ax + 1..].iter().map(|&d| d as isize));
+    reshape(a, &new)
+}
+
+/// The slices of `a` along `axis`, each without that axis.
+pub fn unstack(a: &Array, axis: isize) -> Result<Vec<Array>> {
+    let ax = normalize_axis(axis, a.ndim())?;
+    let n = a.shape()[ax];
+    let at: Vec<usize> = (1..n).collect();
+    if n == 0 {
+        return Ok(vec![]);
+    }
+    split(a, &at, ax as isize)?.iter().map(|p| squeeze(p, ax as isize)).collect()
+}
+
+/// The arrays broadcast to their common shape.
+pub fn broadcast_arrays(arrays: &[Array]) -> Result<Vec<Array>> {
+    let mut shape: Vec<usize> = vec![];
+    for a in arrays {
+        shape = broadcast_shapes(&shape, a.shape())?;
+    }
+    arrays.iter().map(|a| broadcast_to(a, &shape)).collect()
+}
+
+/// `a` shifted by `shift[i]` along `axes[i]`, elements pushed off one end
+/// coming back at the other; with no axes, the flattened array is rolled
+/// by the one shift and reshaped back.
+pub fn roll(a: &Array, shift: &[isize], axes: Option<&[isize]>) -> Result<Array> {
+    let Some(axes) = axes else {
+        let [s] = shift else {
+            bail!(InvalidArgument, "roll: without axes, give one shift, got {shift:?}");
+        };
+        let flat = reshape(a, &[-1])?;
+        let shape: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
+        return reshape(&roll(&flat, &[*s], Some(&[0]))?, &shape);
+    };
+    // One shift for every axis, or one per axis.
+    let shifts: Vec<isize> = match shift.len() {
+        1 => vec![shift[0]; axes.len()],
+        n if n == axes.len() => shift.to_vec(),
+        _ => bail!(InvalidArgument, "roll: {} shifts for {} axes", shift.len(), axes.len()),
+    };
+    let mut out = a.clone();
+    for (&ax, &s) in axes.iter().zip(&shifts) {
+        let ax = normalize_axis(ax, a.ndim())?;
+        let n = a.shape()[ax] as isize;
+        if n == 0 {
+            continue;
+        }
+        let s = s.rem_euclid(n);
+        if s == 0 {
+            continue;
+        }
+        let mut head = vec![SliceArg::ALL; ax + 1];
+        let mut tail = head.clone();
+        head[ax] = SliceArg::range(n - s, n);
+        tail[ax] = SliceArg::range(0, n - s);
+        out = concatenate(&[slice(&out, &head)?, slice(&out, &tail)?], ax as isize)?;
+    }
+    Ok(out)
+}
+
+/// Coordinate arrays from the 1-D `arrays`: `xy` indexing (the default,
+/// the first two outputs' axes swapped, as NumPy's) or `ij`; `sparse`
+/// keeps size-1 axes instead of broadcasting.
+pub fn meshgrid(arrays: &[Array], sparse: bool, indexing_xy: bool) -> Result<Vec<Array>> {
+    let n = arrays.len();
+    let mut out = Vec::with_capacity(n);
+    for (i, a) in arrays.iter().enumerate() {
+        let a = reshape(a, &[-1])?;
+        let mut shape = vec![1isize; n];
+        let at = if indexing_xy && n >= 2 && i < 2 { 1 - i } else { i };
+        shape[at] = -1;
+        out.push(reshape(&a, &shape)?);
+    }
+    if sparse {
+        return Ok(out);
+    }
+    broadcast_arrays(&out)
+}
+
+/// The diagonal `offset` (positive above the main one) of the matrices
+/// spanned by `axis1` and `axis2`; that axis pair is removed and the
+/// diagonal becomes the last axis, as NumPy's `diagonal`.
+pub fn diagonal(a: &Array, offset: isize, axis1: isize, axis2: isize) -> Result<Array> {
+    let (i, j) = (normalize_axis(axis1, a.ndim())?, normalize_axis(axis2, a.ndim())?);
+    if i == j {
+        bail!(InvalidArgument, "diagonal: axis1 and axis2 must differ, got {axis1} and {axis2}");
+    }
+    let (n, m) = (a.shape()[i] as isize, a.shape()[j] as isize);
+    let x = axes_to_end(a, &[i, j])?;
+    let (r0, c0) = (0isize.max(-offset), 0isize.max(offset));
+    let len = (n - r0).min(m - c0).max(0);
+    let mut flat_shape: Vec<isize> = x.shape()[..x.ndim() - 2].iter().map(|&d| d as isize).collect();
+    flat_shape.push(n * m);
+    let flat = reshape(&x, &flat_shape)?;
+    let k = arange(0.0, len as f64, 1.0, Dtype::I64)?;
+    // Element (r0 + k, c0 + k) of each n x m matrix, read as one row.
+    let idx = super::add(&super::multiply(&k, &Array::scalar((m + 1) as i64))?, &Array::scalar((r0 * m + c0) as i64))?;
+    super::take(&flat, &idx, Some(-1))
+}
+
+/// For a vector, the square matrix with it on diagonal `k`; for a matrix,
+/// its diagonal `k`.
+pub fn diag(a: &Array, k: isize) -> Result<Array> {
+    match a.ndim() {
+        1 => {
+            let n = a.shape()[0];
+            let size = n + k.unsigned_abs();
+            let v = pad(a, &[(0, k.unsigned_abs())], PadMode::Constant(0.0))?;
+            // Row i holds v[i] at column i + k (k >= 0); column j holds v[j]
+            // at row j - k (k < 0).
+            let v = if k >= 0 { expand_dims(&v, 1)? } else { expand_dims(&v, 0)? };
+            let on = super::eye(size, size, k, Dtype::Bool)?;
+            let zero = astype(&Array::scalar(0.0f64), a.dtype())?;
+            super::where_(&on, &v, &zero)
+        }
+        2 => diagonal(a, k, 0, 1),
+        d => bail!(Shape, "diag: needs a 1-D or 2-D array, got {d} dimensions"),
+    }
+}
+
+/// The sum of [`diagonal`]`(a, offset, axis1, axis2)`.
+pub fn trace(a: &Array, offset: isize, axis1: isize, axis2: isize) -> Result<Array> {
+    super::sum(&diagonal(a, offset, axis1, axis2)?, -1isize, false)
+}
+
+/// The Kronecker product: blocks `a[i...] * b`, shape `a.shape * b.shape`
+/// (the shorter shape padded with leading 1s).
+pub fn kron(a: &Array, b: &Array) -> Result<Array> {
+    let nd = a.ndim().max(b.ndim());
+    let pad_to = |s: &[usize]| -> Vec<usize> { std::iter::repeat(1).take(nd - s.len()).chain(s.iter().copied()).collect() };
+    let (sa, sb) = (pad_to(a.shape()), pad_to(b.shape()));
+    // a as [a0, 1, a1, 1, ...] times b as [1, b0, 1, b1, ...].
+    let ia: Vec<isize> = sa.iter().flat_map(|&d| [d as isize, 1]).collect();
+    let ib: Vec<isize> = sb.iter().flat_map(|&d| [1, d as isize]).collect();
+    let p = super::multiply(&reshape(a, &ia)?, &reshape(b, &ib)?)?;
+    let out: Vec<isize> = sa.iter().zip(&sb).map(|(&x, &y)| (x * y) as isize).collect();
+    reshape(&p, &out)
 }

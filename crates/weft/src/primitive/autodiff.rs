@@ -212,6 +212,11 @@ fn binary_vjp(op: BinaryOp, a: &Array, b: &Array, y: &Array, g: &Array, needs: &
         Maximum => (Some(mask(o::greater_equal(a, b))?), Some(mask(o::less(a, b))?)),
         Minimum => (Some(mask(o::less_equal(a, b))?), Some(mask(o::greater(a, b))?)),
         Rem => (Some(g.clone()), Some(o::negative(&o::multiply(g, &o::floor_divide(a, b)?)?)?)),
+        // d/da atan2(a, b) = b / (a^2 + b^2); d/db = -a / (a^2 + b^2).
+        Atan2 => {
+            let r = o::add(&o::multiply(a, a)?, &o::multiply(b, b)?)?;
+            (Some(o::multiply(g, &o::divide(b, &r)?)?), Some(o::negative(&o::multiply(g, &o::divide(a, &r)?)?)?))
+        }
         FloorDiv | Equal | NotEqual | Less | LessEqual | Greater | GreaterEqual => (None, None),
     };
     Ok(vec![
@@ -245,6 +250,9 @@ impl Primitive {
             }
             Primitive::AsType => one(o::astype(g, x.dtype())),
             Primitive::Reduce { op: ReduceOp::Sum, .. } => one(o::broadcast_to(g, x.shape())),
+            // d prod / dx_i = prod / x_i (infinite or NaN where x_i is 0, as
+            // the quotient rule gives; MLX's rule for zeros is not kept).
+            Primitive::Reduce { op: ReduceOp::Prod, .. } => one(o::multiply(g, &o::divide(out, x)?)),
             Primitive::Reduce { op: ReduceOp::Max | ReduceOp::Min, axes } => {
                 // Split evenly between the elements equal to the extreme.
                 let hit = o::astype(&o::equal(x, out)?, g.dtype())?;

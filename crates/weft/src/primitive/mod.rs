@@ -38,6 +38,8 @@ pub enum BinaryOp {
     Pow,
     Maximum,
     Minimum,
+    /// `atan2(a, b)`: the angle of the point `(b, a)`, on floats.
+    Atan2,
     Equal,
     NotEqual,
     Less,
@@ -58,6 +60,7 @@ impl BinaryOp {
 op_enum! {
 pub enum ReduceOp {
     Sum,
+    Prod,
     Max,
     Min,
 }

@@ -18,6 +18,7 @@ pub(crate) fn binary(op: BinaryOp, a: &Data, b: &Data, out: OutSpec<'_>) -> Resu
         BinaryOp::Pow => map2::<T, T, T>(a, b, s, Arith::pow),
         BinaryOp::Maximum => map2::<T, T, T>(a, b, s, Arith::max),
         BinaryOp::Minimum => map2::<T, T, T>(a, b, s, Arith::min),
+        BinaryOp::Atan2 => map2::<T, T, T>(a, b, s, Arith::atan2),
         BinaryOp::Equal => map2::<T, T, bool>(a, b, s, |x, y| x == y),
         BinaryOp::NotEqual => map2::<T, T, bool>(a, b, s, |x, y| x != y),
         BinaryOp::Less => map2::<T, T, bool>(a, b, s, |x, y| x < y),

@@ -19,6 +19,10 @@ pub(crate) trait Arith: CpuElement {
     fn pow(self, o: Self) -> Self;
     fn neg(self) -> Self;
     fn abs(self) -> Self;
+    /// `atan2(self, o)`, computed in float64 (ops only build it on floats).
+    fn atan2(self, o: Self) -> Self {
+        Self::from_f64(self.to_f64().atan2(o.to_f64()))
+    }
     #[allow(clippy::eq_op)] // `x != x` is the NaN test for every element type
     fn max(self, o: Self) -> Self {
         // NaN propagates, as in NumPy and MLX.

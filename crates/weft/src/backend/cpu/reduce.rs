@@ -86,6 +86,8 @@ trait Monoid<A>: Copy + Send + Sync {
 #[derive(Clone, Copy)]
 struct Sum;
 #[derive(Clone, Copy)]
+struct Prod;
+#[derive(Clone, Copy)]
 struct Max;
 #[derive(Clone, Copy)]
 struct Min;
@@ -98,6 +100,17 @@ impl<A: Arith> Monoid<A> for Sum {
     #[inline(always)]
     fn combine(a: A, b: A) -> A {
         a.add(b)
+    }
+}
+
+impl<A: Arith> Monoid<A> for Prod {
+    #[inline(always)]
+    fn identity() -> A {
+        A::from_f64(1.0)
+    }
+    #[inline(always)]
+    fn combine(a: A, b: A) -> A {
+        a.mul(b)
     }
 }
 
@@ -306,6 +319,7 @@ pub(crate) fn reduce(op: ReduceOp, axes: &[usize], a: &Data, out: OutSpec<'_>) -
     }
     dispatch!(dtype, T => match op {
         ReduceOp::Sum => reduce_typed::<T, Sum>(axes, a),
+        ReduceOp::Prod => reduce_typed::<T, Prod>(axes, a),
         ReduceOp::Max => reduce_typed::<T, Max>(axes, a),
         ReduceOp::Min => reduce_typed::<T, Min>(axes, a),
     })

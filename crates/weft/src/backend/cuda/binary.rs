@@ -39,6 +39,7 @@ fn arith(op: BinaryOp, d: Dtype, x: &str, y: &str) -> String {
             BinaryOp::Div | BinaryOp::FloorDiv => format!("({y} && {x})"),
             BinaryOp::Rem => "false".to_string(),
             BinaryOp::Pow => format!("({x} || !{y})"),
+            BinaryOp::Atan2 => format!("(atan2((double){x}, (double){y}) != 0.0)"),
             _ => unreachable!("comparisons are handled by the caller"),
         };
     }
@@ -56,6 +57,8 @@ fn arith(op: BinaryOp, d: Dtype, x: &str, y: &str) -> String {
             BinaryOp::Pow => format!("{pow}({x}, {y})"),
             BinaryOp::Maximum => format!("max_nan<{ct}>({x}, {y})"),
             BinaryOp::Minimum => format!("min_nan<{ct}>({x}, {y})"),
+            BinaryOp::Atan2 if d == Dtype::F64 => format!("atan2({x}, {y})"),
+            BinaryOp::Atan2 => format!("atan2f({x}, {y})"),
             _ => unreachable!("comparisons are handled by the caller"),
         };
     }
@@ -87,6 +90,7 @@ fn arith(op: BinaryOp, d: Dtype, x: &str, y: &str) -> String {
         }
         BinaryOp::Maximum => format!("({y} > {x} ? {y} : {x})"),
         BinaryOp::Minimum => format!("({y} < {x} ? {y} : {x})"),
+        BinaryOp::Atan2 => format!("(({ct})atan2((double){x}, (double){y}))"),
         _ => unreachable!("comparisons are handled by the caller"),
     }
 }

@@ -233,8 +233,11 @@ fn acc_dtype(acc_t: &str) -> Dtype {
 fn op_parts(op: ReduceOp, d: Dtype) -> (String, String, String) {
     let ct = compute_type(d);
     let acc = match (op, d) {
-        (ReduceOp::Sum, Dtype::I8 | Dtype::I16 | Dtype::I32 | Dtype::U16 | Dtype::U32 | Dtype::U8) => "unsigned int",
-        (ReduceOp::Sum, Dtype::I64 | Dtype::U64) => "unsigned long long",
+        // Integer sums and products wrap in the unsigned type of their width.
+        (ReduceOp::Sum | ReduceOp::Prod, Dtype::I8 | Dtype::I16 | Dtype::I32 | Dtype::U16 | Dtype::U32 | Dtype::U8) => {
+            "unsigned int"
+        }
+        (ReduceOp::Sum | ReduceOp::Prod, Dtype::I64 | Dtype::U64) => "unsigned long long",
         _ => ct,
     };
     let (lo, hi) = match d {
@@ -254,6 +257,8 @@ fn op_parts(op: ReduceOp, d: Dtype) -> (String, String, String) {
     let (init, merge) = match op {
         ReduceOp::Sum if d == Dtype::Bool => ("false".to_string(), "return a | b;".to_string()),
         ReduceOp::Sum => ("0".to_string(), "return a + b;".to_string()),
+        ReduceOp::Prod if d == Dtype::Bool => ("true".to_string(), "return a & b;".to_string()),
+        ReduceOp::Prod => ("1".to_string(), "return a * b;".to_string()),
         ReduceOp::Max if float => (lo.to_string(), format!("return max_nan<{acc}>(a, b);")),
         ReduceOp::Min if float => (hi.to_string(), format!("return min_nan<{acc}>(a, b);")),
         ReduceOp::Max => (lo.to_string(), "return b > a ? b : a;".to_string()),
