@@ -73,3 +73,33 @@ def he_uniform(dtype=mx.float32) -> Callable:
         return mx.random.uniform(-limit, limit, a.shape, dtype=dtype)
 
     return init
+
+
+def sparse(sparsity: float, mean: float = 0.0, std: float = 1.0, dtype=mx.float32) -> Callable:
+    """Normal samples with ``ceil(sparsity * columns)`` entries of every row
+    (of a 2-D array) set to zero, at random places (Martens, 2010)."""
+    def init(a: mx.array) -> mx.array:
+        if a.ndim != 2:
+            raise ValueError("Only tensors with 2 dimensions are supported")
+        rows, cols = a.shape
+        num_zeros = int(math.ceil(sparsity * cols))
+        rank = mx.argsort(mx.argsort(mx.random.uniform(shape=(rows, cols)), axis=1), axis=1)
+        values = mx.random.normal((rows, cols), dtype=dtype, loc=mean, scale=std)
+        return mx.where(rank < num_zeros, mx.zeros((), dtype=dtype), values)
+
+    return init
+
+
+def orthogonal(gain: float = 1.0, dtype=mx.float32) -> Callable:
+    """``gain`` times a random matrix with orthonormal rows or columns
+    (whichever are fewer), from the QR decomposition of normal samples."""
+    def init(a: mx.array) -> mx.array:
+        if a.ndim != 2:
+            raise ValueError(f"Orthogonal initialization requires a 2D array but got a {a.ndim}D array.")
+        rows, cols = a.shape
+        n = max(rows, cols)
+        q, r = mx.linalg.qr(mx.random.normal((n, n)), stream=mx.cpu)
+        q = q * mx.sign(mx.diag(r))  # unique decomposition: the diagonal of r is positive
+        return (gain * q[:rows, :cols]).astype(dtype)
+
+    return init

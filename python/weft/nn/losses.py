@@ -22,6 +22,9 @@ def cross_entropy(logits, targets, weights=None, axis: int = -1, label_smoothing
     or probabilities (the same shape)."""
     if not 0 <= label_smoothing < 1:
         raise ValueError(f"Label smoothing must in [0, 1), got {label_smoothing}.")
+    # Only the gaps between logits matter: shifting by the max keeps large
+    # shared offsets from cancelling catastrophically.
+    logits = logits - mx.stop_gradient(mx.max(logits, axis=axis, keepdims=True))
     probs = targets.ndim == logits.ndim
     if probs:
         score = mx.sum(logits * targets, axis=axis)
@@ -104,3 +107,12 @@ def gaussian_nll_loss(inputs, targets, vars, full: bool = False, eps: float = 1e
 
 def margin_ranking_loss(inputs1, inputs2, targets, margin: float = 0.0, reduction: str = "none"):
     return _reduce(mx.maximum(-targets * (inputs1 - inputs2) + margin, 0), reduction)
+
+
+def triplet_loss(anchors, positives, negatives, axis: int = -1, p: int = 2, margin: float = 1.0, eps: float = 1e-6, reduction: str = "none"):
+    """``max(|A - P|_p - |A - N|_p + margin, 0)``, the p-norms taken along
+    ``axis`` with ``eps`` added to the sum of powers."""
+    def dist(a, b):
+        return mx.power(mx.sum(mx.power(mx.abs(a - b), p), axis=axis) + eps, 1.0 / p)
+
+    return _reduce(mx.maximum(dist(anchors, positives) - dist(anchors, negatives) + margin, 0), reduction)
