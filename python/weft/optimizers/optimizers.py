@@ -151,7 +151,7 @@ class RMSprop(Optimizer):
         self._maybe_schedule("learning_rate", learning_rate)
         if alpha < 0.0:
             raise ValueError(f"RMSprop alpha should be >=0, {alpha} was provided instead")
-        if eps < 0.0:
+        if eps <= 0.0:
             raise ValueError(f"RMSprop epsilon should be >0, {eps} was provided instead")
         self.alpha, self.eps = alpha, eps
 
@@ -169,6 +169,8 @@ class Adagrad(Optimizer):
     def __init__(self, learning_rate: Any, eps: float = 1e-8) -> None:
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
+        if eps <= 0.0:
+            raise ValueError(f"Adagrad epsilon should be >0, {eps} was provided instead")
         self.eps = eps
 
     def init_single(self, parameter, state):
@@ -299,6 +301,14 @@ class Adafactor(Optimizer):
         scale = mx.maximum(self.eps[1], parameter_rms) if self.scale_parameter else 1.0
         return scale * rel
 
+    @staticmethod
+    def _approximate_exp_moving_avg(exp_avg_sq_row: mx.array, exp_avg_sq_col: mx.array) -> mx.array:
+        """The inverse square root of the factored second moment: the outer
+        product of the (mean-normalized) row and the column averages."""
+        r = mx.rsqrt(exp_avg_sq_row / mx.mean(exp_avg_sq_row, axis=-1, keepdims=True))
+        c = mx.rsqrt(exp_avg_sq_col)
+        return mx.expand_dims(r, -1) * mx.expand_dims(c, -2)
+
     def apply_single(self, gradient, parameter, state):
         step = self.step.astype(mx.float32)
         factored = gradient.ndim >= 2
@@ -310,9 +320,7 @@ class Adafactor(Optimizer):
             row = beta_2 * state["exp_avg_sq_row"] + (1 - beta_2) * mx.mean(update, axis=-1)
             col = beta_2 * state["exp_avg_sq_col"] + (1 - beta_2) * mx.mean(update, axis=-2)
             state["exp_avg_sq_row"], state["exp_avg_sq_col"] = row, col
-            r = mx.rsqrt(row / mx.mean(row, axis=-1, keepdims=True))
-            c = mx.rsqrt(col)
-            update = mx.expand_dims(r, -1) * mx.expand_dims(c, -2) * gradient
+            update = self._approximate_exp_moving_avg(row, col) * gradient
         else:
             v = beta_2 * state["exp_avg_sq"] + (1 - beta_2) * update
             state["exp_avg_sq"] = v
@@ -328,10 +336,57 @@ class Adafactor(Optimizer):
         return parameter - update
 
 
+class Muon(Optimizer):
+    """Muon (MomentUm Orthogonalized by Newton-Schulz): SGD momentum whose
+    update, for matrices, is replaced by its nearest (semi-)orthogonal matrix,
+    approximated with ``ns_steps`` Newton-Schulz iterations. Arrays of more
+    than 2 dimensions are flattened to ``[shape[0], -1]``; 0-D and 1-D
+    parameters take the plain momentum update (better optimized by AdamW)."""
+
+    def __init__(self, learning_rate: Any, momentum: float = 0.95, weight_decay: float = 0.01, nesterov: bool = True, ns_steps: int = 5) -> None:
+        super().__init__()
+        self._maybe_schedule("learning_rate", learning_rate)
+        self.momentum, self.weight_decay, self.nesterov, self.ns_steps = momentum, weight_decay, nesterov, ns_steps
+
+    def init_single(self, parameter, state):
+        state["v"] = mx.zeros_like(parameter)
+
+    def _orthogonalize(self, x: mx.array) -> mx.array:
+        """The quintic Newton-Schulz iteration (coefficients of Keller Jordan's
+        Muon) toward ``U V^T`` of ``x = U S V^T``, in bfloat16."""
+        a, b, c = 3.4445, -4.7750, 2.0315
+        transpose = x.shape[-2] > x.shape[-1]
+        x = x.astype(mx.bfloat16)
+        if transpose:
+            x = mx.swapaxes(x, -1, -2)
+        x = x / (mx.sqrt(mx.sum(mx.square(x.astype(mx.float32)), axis=(-2, -1), keepdims=True)) + 1e-7).astype(x.dtype)
+        for _ in range(self.ns_steps):
+            s = x @ mx.swapaxes(x, -1, -2)
+            x = a * x + (b * s + c * (s @ s)) @ x
+        return mx.swapaxes(x, -1, -2) if transpose else x
+
+    def apply_single(self, gradient, parameter, state):
+        lr = self.learning_rate.astype(gradient.dtype)
+        if self.weight_decay != 0:
+            parameter = parameter * (1 - lr * self.weight_decay)
+        v = self.momentum * state["v"] + (1 - self.momentum) * gradient
+        state["v"] = v
+        update = gradient * (1 - self.momentum) + v * self.momentum if self.nesterov else v
+        if update.ndim >= 2:
+            shape = update.shape
+            m = update.reshape(shape[0], -1) if update.ndim > 2 else update
+            m = self._orthogonalize(m)
+            m = m * max(1.0, m.shape[-2] / m.shape[-1]) ** 0.5
+            update = m.reshape(shape).astype(gradient.dtype)
+        return parameter - lr * update
+
+
 def clip_grad_norm(grads: Any, max_norm: float) -> tuple:
     """``grads`` scaled so their global L2 norm is at most ``max_norm``, and that norm."""
     from weft.utils import tree_flatten
 
+    if max_norm < 0:
+        raise ValueError(f"max_norm must be non-negative, got {max_norm}")
     total = mx.sqrt(sum(mx.sum(mx.square(g)) for _, g in tree_flatten(grads)))
     scale = mx.minimum(max_norm / (total + 1e-6), 1.0)
     return tree_map(lambda g: g * scale, grads), total
@@ -346,7 +401,7 @@ class AdaDelta(Optimizer):
         self._maybe_schedule("learning_rate", learning_rate)
         if rho < 0.0:
             raise ValueError(f"AdaDelta rho should be >=0, {rho} was provided instead")
-        if eps < 0.0:
+        if eps <= 0.0:
             raise ValueError(f"AdaDelta epsilon should be >0, {eps} was provided instead")
         self.rho, self.eps = rho, eps
 

@@ -13,11 +13,13 @@ def _arr(v):
 
 
 def exponential_decay(init: float, decay_rate: float) -> Callable:
-    return lambda step: _arr(init * decay_rate**step)
+    """``init * decay_rate**step`` (a float for an integer step)."""
+    return lambda step: init * decay_rate**step
 
 
 def step_decay(init: float, decay_rate: float, step_size: int) -> Callable:
-    return lambda step: _arr(init * decay_rate ** (step // step_size))
+    """``init * decay_rate**(step // step_size)`` (a float for an integer step)."""
+    return lambda step: init * decay_rate ** (step // step_size)
 
 
 def cosine_decay(init: float, decay_steps: int, end: float = 0.0) -> Callable:
