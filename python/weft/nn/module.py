@@ -7,6 +7,19 @@ from typing import Any, Callable
 import weft.core as mx
 from weft.utils import tree_flatten, tree_unflatten
 
+_FLOATING = (mx.float16, mx.bfloat16, mx.float32, mx.float64)
+
+
+def _has_module(v: Any) -> bool:
+    """Whether ``v`` is a module or a list/dict holding one."""
+    if isinstance(v, Module):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(_has_module(x) for x in v)
+    if isinstance(v, dict):
+        return any(_has_module(x) for x in v.values())
+    return False
+
 
 def _holds_params(v: Any) -> bool:
     """Whether ``v`` belongs in the parameter tree: arrays, modules, and
@@ -102,39 +115,44 @@ class Module(dict):
         """The parameters that are not frozen."""
         return self.filter_and_map(lambda m, k, v: isinstance(v, mx.array) and k not in m._no_grad)
 
-    def children(self) -> dict:
-        """The direct child modules (and lists/dicts of them)."""
-        def only_modules(v: Any) -> Any:
-            if isinstance(v, Module):
-                return v
-            if isinstance(v, dict):
-                d = {k: only_modules(x) for k, x in v.items()}
-                return {k: x for k, x in d.items() if x is not None} or None
-            if isinstance(v, (list, tuple)):
-                items = [only_modules(x) for x in v]
-                return items if any(x is not None for x in items) else None
-            return None
+    @staticmethod
+    def is_module(value: Any) -> bool:
+        return isinstance(value, Module)
 
-        out = {}
-        for k, v in self.items():
-            c = only_modules(v)
-            if c is not None:
-                out[k] = c
-        return out
+    @staticmethod
+    def valid_child_filter(module: "Module", key: str, value: Any) -> bool:
+        return isinstance(value, (dict, list))
 
-    def leaf_modules(self) -> dict:
-        """The modules that have no child modules, as a tree."""
+    @staticmethod
+    def valid_parameter_filter(module: "Module", key: str, value: Any) -> bool:
+        return isinstance(value, (dict, list, mx.array)) and not key.startswith("_")
+
+    @staticmethod
+    def trainable_parameter_filter(module: "Module", key: str, value: Any) -> bool:
+        return Module.valid_parameter_filter(module, key, value) and key not in module._no_grad
+
+    def _module_tree(self, leaves_only: bool) -> dict:
+        """The child modules in their lists and dicts, other leaves as
+        ``{}``; with ``leaves_only``, modules with children are walked into."""
         def walk(v: Any) -> Any:
             if isinstance(v, Module):
-                kids = v.children()
-                return v if not kids else {k: walk(x) for k, x in kids.items()}
+                return v._module_tree(True) if leaves_only and v.children() else v
             if isinstance(v, dict):
                 return {k: walk(x) for k, x in v.items()}
             if isinstance(v, (list, tuple)):
                 return [walk(x) for x in v]
-            return v
+            return {}
 
-        return {k: walk(v) for k, v in self.children().items()}
+        return {k: walk(v) for k, v in self.items() if isinstance(v, (Module, dict, list, tuple)) and _has_module(v)}
+
+    def children(self) -> dict:
+        """The direct child modules, in their lists and dicts (other entries
+        of those are ``{}``)."""
+        return self._module_tree(False)
+
+    def leaf_modules(self) -> dict:
+        """The modules that have no child modules, as a tree like ``children()``."""
+        return self._module_tree(True)
 
     def named_modules(self) -> list[tuple[str, "Module"]]:
         """``(dotted name, module)`` for this module (name ``""``) and every
@@ -193,14 +211,31 @@ class Module(dict):
         return self
 
     def update_modules(self, modules: dict, strict: bool = True) -> "Module":
-        """Replaces the child modules named in ``modules``."""
-        for k, v in modules.items():
-            if k in self and isinstance(v, Module):
-                self[k] = v
-            elif k in self and isinstance(v, (dict, list)):
-                self[k].update_modules(v, strict) if isinstance(self[k], Module) else None
-            elif strict:
-                raise ValueError(f"Module does not have sub-module named {k!r}")
+        """Replaces the child modules named in ``modules`` (a tree like
+        ``children()``, possibly partial: ``{}`` leaves a place as it is).
+        ``strict`` rejects names and list indices the module lacks."""
+        def apply(dst: Any, src: Any, path: str) -> Any:
+            if isinstance(src, Module):
+                return src
+            if isinstance(src, dict) and isinstance(dst, dict):
+                for k, v in src.items():
+                    if k in dst:
+                        dst[k] = apply(dst[k], v, f"{path}{k}.")
+                    elif strict:
+                        raise ValueError(f'Module does not have sub-module named "{path}{k}".')
+                return dst
+            if isinstance(src, list) and isinstance(dst, list):
+                for i, v in enumerate(src):
+                    if i < len(dst):
+                        dst[i] = apply(dst[i], v, f"{path}{i}.")
+                    elif strict:
+                        raise ValueError(f"List index {i} is out of bounds for destination of length {len(dst)}.")
+                return dst
+            if isinstance(src, dict) and not src:
+                return dst
+            raise ValueError(f"Received invalid type: {type(src).__name__}.")
+
+        apply(self, modules, "")
         return self
 
     def apply(self, map_fn: Callable, filter_fn: Callable | None = None) -> "Module":
@@ -216,27 +251,45 @@ class Module(dict):
 
     # Freezing and modes ---------------------------------------------------
 
+    def set_dtype(self, dtype: mx.Dtype, predicate: Callable | None = lambda d: d in _FLOATING) -> "Module":
+        """Casts the parameters whose dtype satisfies ``predicate`` (by
+        default the floating ones; ``None`` casts all) to ``dtype``."""
+        predicate = predicate or (lambda _: True)
+        return self.apply(lambda p: p.astype(dtype) if predicate(p.dtype) else p)
+
     def _local_names(self, keys: Any) -> list[str]:
         if keys is None:
             return [k for k, v in self.items() if isinstance(v, mx.array)]
         return [keys] if isinstance(keys, str) else list(keys)
 
+    def _check_keys(self, keys: Any, recurse: bool) -> None:
+        """Raises a ``KeyError`` for a name in ``keys`` that no module
+        reached (this one, or any with ``recurse``) has."""
+        if keys is None:
+            return
+        modules = self.modules() if recurse else [self]
+        for k in self._local_names(keys):
+            if not any(k in m for m in modules):
+                raise KeyError(f"Module doesn't contain member {k}.")
+
     def freeze(self, *, recurse: bool = True, keys: Any = None, strict: bool = False) -> "Module":
         """Excludes parameters (all, or those named in ``keys``) from
-        ``trainable_parameters``, in this module and (``recurse``) its children."""
+        ``trainable_parameters``, in this module and (``recurse``) its
+        children; ``strict`` requires each key to name a member somewhere."""
+        if strict:
+            self._check_keys(keys, recurse)
+
         def f(_: str, m: Module) -> None:
-            names = m._local_names(keys)
-            if strict:
-                missing = [k for k in names if k not in m]
-                if missing:
-                    raise KeyError(f"Module has no parameters {missing}")
-            m._no_grad.update(k for k in names if k in m or not strict)
+            m._no_grad.update(m._local_names(keys))
 
         (self.apply_to_modules(f) if recurse else f("", self))
         return self
 
     def unfreeze(self, *, recurse: bool = True, keys: Any = None, strict: bool = False) -> "Module":
         """Undoes ``freeze`` for all parameters, or those named in ``keys``."""
+        if strict:
+            self._check_keys(keys, recurse)
+
         def f(_: str, m: Module) -> None:
             if keys is None:
                 m._no_grad.clear()
@@ -257,7 +310,7 @@ class Module(dict):
     # Weights on disk -----------------------------------------------------
 
     def load_weights(self, file_or_weights: Any, strict: bool = True) -> "Module":
-        """Loads parameters from a ``.safetensors`` file or a list of
+        """Loads parameters from a ``.safetensors``/``.npz`` file or a list of
         ``(dotted name, array)`` pairs; ``strict`` checks names and shapes."""
         weights = list(mx.load(file_or_weights).items()) if isinstance(file_or_weights, str) else list(file_or_weights)
         if strict:
@@ -279,8 +332,11 @@ class Module(dict):
         return self
 
     def save_weights(self, file: str) -> None:
-        """Saves the parameters to ``file`` (``.safetensors``)."""
+        """Saves the parameters to ``file``: ``.safetensors`` or ``.npz``."""
         flat = dict(tree_flatten(self.parameters()))
-        if not file.endswith(".safetensors"):
-            raise ValueError("save_weights: weft saves .safetensors files only")
-        mx.save_safetensors(file, flat)
+        if file.endswith(".safetensors"):
+            mx.save_safetensors(file, flat)
+        elif file.endswith(".npz"):
+            mx.savez(file, **flat)
+        else:
+            raise ValueError("Unsupported file extension. Use '.npz' or '.safetensors'.")
