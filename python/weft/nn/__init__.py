@@ -5,9 +5,10 @@ from weft.nn import init, losses
 from weft.nn.activations import *  # noqa: F401,F403
 from weft.nn.layers import *  # noqa: F401,F403
 from weft.nn.layers import (
-    CELU, ELU, GELU, GLU, SELU, Bilinear, Dropout, Embedding, GroupNorm, Hardswish, HardTanh, Identity, LayerNorm,
-    LeakyReLU, Linear, LogSigmoid, LogSoftmax, Mish, MultiHeadAttention, PReLU, ReLU, ReLU6, RMSNorm, RoPE,
-    Sequential, Sigmoid, SiLU, Softmax, Softplus, Softsign, Step, Tanh,
+    CELU, ELU, GELU, GLU, SELU, ALiBi, BatchNorm, Bilinear, Dropout, Dropout2d, Dropout3d, Embedding, GroupNorm,
+    HardShrink, Hardswish, HardTanh, Identity, InstanceNorm, LayerNorm, LeakyReLU, Linear, LogSigmoid, LogSoftmax,
+    Mish, MultiHeadAttention, PReLU, ReLU, ReLU6, RMSNorm, RoPE, Sequential, Sigmoid, SiLU,
+    SinusoidalPositionalEncoding, Softmax, Softplus, Softshrink, Softsign, Step, Tanh,
 )
 from weft.nn.module import Module
 from weft.nn.utils import checkpoint, value_and_grad

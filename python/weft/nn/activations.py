@@ -91,6 +91,9 @@ def softmin(x: mx.array, axis: int = -1) -> mx.array:
 
 
 def log_softmax(x: mx.array, axis: int = -1) -> mx.array:
+    """``x - logsumexp(x)``, with ``x`` first shifted by its max so that
+    large equal logits keep their exact gaps."""
+    x = x - mx.stop_gradient(mx.max(x, axis=axis, keepdims=True))
     return x - mx.logsumexp(x, axis=axis, keepdims=True)
 
 
@@ -104,7 +107,8 @@ def prelu(x: mx.array, alpha: mx.array) -> mx.array:
 
 
 def step(x: mx.array, threshold: float = 0.0) -> mx.array:
-    return mx.where(x > threshold, 1, 0)
+    """1 where ``x >= threshold``, else 0."""
+    return mx.where(x >= threshold, 1, 0)
 
 
 def softmax(x: mx.array, axis: int = -1) -> mx.array:

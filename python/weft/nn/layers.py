@@ -76,9 +76,15 @@ class Embedding(Module):
         return x @ self.weight.T
 
 
+def _check_eps(eps: float) -> None:
+    if not eps > 0:
+        raise ValueError(f"eps must be positive, got {eps}")
+
+
 class RMSNorm(Module):
     def __init__(self, dims: int, eps: float = 1e-5) -> None:
         super().__init__()
+        _check_eps(eps)
         self.weight = mx.ones((dims,))
         self.eps = eps
 
@@ -89,6 +95,7 @@ class RMSNorm(Module):
 class LayerNorm(Module):
     def __init__(self, dims: int, eps: float = 1e-5, affine: bool = True, bias: bool = True) -> None:
         super().__init__()
+        _check_eps(eps)
         if affine:
             self.weight = mx.ones((dims,))
             if bias:
@@ -108,6 +115,9 @@ class GroupNorm(Module):
 
     def __init__(self, num_groups: int, dims: int, eps: float = 1e-5, affine: bool = True, pytorch_compatible: bool = False) -> None:
         super().__init__()
+        if num_groups <= 0 or dims <= 0 or dims % num_groups != 0:
+            raise ValueError(f"dims ({dims}) must be a positive multiple of num_groups ({num_groups})")
+        _check_eps(eps)
         if affine:
             self.weight = mx.ones((dims,))
             self.bias = mx.zeros((dims,))
@@ -133,6 +143,82 @@ class GroupNorm(Module):
         return y * self.weight + self.bias if "weight" in self else y
 
 
+class InstanceNorm(Module):
+    """Normalizes each channel (the last axis) of each sample over the
+    spatial axes (all but the first and last); ``affine`` adds a learned
+    per-channel scale and shift."""
+
+    def __init__(self, dims: int, eps: float = 1e-5, affine: bool = False) -> None:
+        super().__init__()
+        _check_eps(eps)
+        if affine:
+            self.weight = mx.ones((dims,))
+            self.bias = mx.zeros((dims,))
+        self.dims, self.eps = dims, eps
+
+    def _extra_repr(self) -> str:
+        return f"{self.dims}, eps={self.eps}, affine={'weight' in self}"
+
+    def __call__(self, x: mx.array) -> mx.array:
+        axes = tuple(range(1, x.ndim - 1))
+        x32 = x.astype(mx.float32)  # 16-bit statistics of large maps overflow
+        mean = mx.mean(x32, axis=axes, keepdims=True)
+        var = mx.var(x32, axis=axes, keepdims=True)
+        y = ((x32 - mean) * mx.rsqrt(var + self.eps)).astype(x.dtype)
+        return y * self.weight + self.bias if "weight" in self else y
+
+
+class BatchNorm(Module):
+    """Normalizes each feature (the last axis) over the batch and spatial
+    axes of ``NC``, ``NLC`` or ``NHWC`` inputs. In training it uses the
+    batch's statistics and (``track_running_stats``) updates running ones by
+    ``momentum`` (the variance unbiased); in eval mode it uses the running
+    statistics. The running statistics are frozen parameters."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True, track_running_stats: bool = True) -> None:
+        super().__init__()
+        _check_eps(eps)
+        self.num_features, self.eps, self.momentum, self.track_running_stats = num_features, eps, momentum, track_running_stats
+        if affine:
+            self.weight = mx.ones((num_features,))
+            self.bias = mx.zeros((num_features,))
+        if track_running_stats:
+            self.running_mean = mx.zeros((num_features,))
+            self.running_var = mx.ones((num_features,))
+            self.freeze(keys=["running_mean", "running_var"], recurse=False)
+
+    def unfreeze(self, *args: Any, **kwargs: Any) -> "BatchNorm":
+        """As ``Module.unfreeze``; the running statistics stay frozen."""
+        super().unfreeze(*args, **kwargs)
+        self.freeze(keys=["running_mean", "running_var"], recurse=False)
+        return self
+
+    def _extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={'weight' in self}, track_running_stats={self.track_running_stats}"
+        )
+
+    def __call__(self, x: mx.array) -> mx.array:
+        if not 2 <= x.ndim <= 4:
+            raise ValueError(f"Expected input with 2 to 4 dimensions, got {x.ndim}")
+        axes = tuple(range(x.ndim - 1))
+        if self.training or not self.track_running_stats:
+            n = x.size // x.shape[-1]
+            if self.training and n < 2:
+                raise ValueError(f"Expected more than 1 value per channel when training, got input of shape {x.shape}")
+            mean = mx.mean(x, axis=axes)
+            var = mx.var(x, axis=axes)
+            if self.training and self.track_running_stats:
+                m = self.momentum
+                self.running_mean = (1 - m) * self.running_mean + m * mx.stop_gradient(mean)
+                self.running_var = (1 - m) * self.running_var + m * mx.stop_gradient(var) * (n / (n - 1))
+        else:
+            mean, var = self.running_mean, self.running_var
+        y = (x - mean) * mx.rsqrt(var + self.eps)
+        return y * self.weight + self.bias if "weight" in self else y
+
+
 class Dropout(Module):
     """Zeroes each element with probability ``p`` in training (and scales
     the rest by ``1/(1-p)``); the identity in eval mode."""
@@ -143,11 +229,36 @@ class Dropout(Module):
             raise ValueError(f"The dropout probability {p} is not in [0, 1)")
         self._p_1 = 1 - p
 
+    def _extra_repr(self) -> str:
+        return f"p={1 - self._p_1}"
+
+    def _mask_shape(self, x: mx.array) -> tuple:
+        return x.shape
+
     def __call__(self, x: mx.array) -> mx.array:
         if self._p_1 == 1 or not self.training:
             return x
-        mask = mx.random.bernoulli(self._p_1, x.shape)
+        mask = mx.random.bernoulli(self._p_1, self._mask_shape(x))
         return (mask * x) * (1 / self._p_1)
+
+
+class Dropout2d(Dropout):
+    """Zeroes whole channels of ``NHWC`` or ``HWC`` inputs with probability
+    ``p`` in training, scaling the rest by ``1/(1-p)``."""
+
+    _spatial = 2
+
+    def _mask_shape(self, x: mx.array) -> tuple:
+        if x.ndim not in (self._spatial + 1, self._spatial + 2):
+            raise ValueError(f"Received input with {x.ndim} dimensions; expected {self._spatial + 1} or {self._spatial + 2}.")
+        return x.shape[: x.ndim - self._spatial - 1] + (1,) * self._spatial + x.shape[-1:]
+
+
+class Dropout3d(Dropout2d):
+    """Zeroes whole channels of ``NDHWC`` or ``DHWC`` inputs with probability
+    ``p`` in training, scaling the rest by ``1/(1-p)``."""
+
+    _spatial = 3
 
 
 class RoPE(Module):
@@ -160,6 +271,60 @@ class RoPE(Module):
 
     def __call__(self, x: mx.array, offset: int = 0) -> mx.array:
         return mx.fast.rope(x, self.dims, traditional=self.traditional, base=self.base, scale=self.scale, offset=offset)
+
+
+class SinusoidalPositionalEncoding(Module):
+    """``[sin(x w); cos(x w)] * scale`` (or cosine first) for frequencies
+    ``w`` spaced geometrically from ``max_freq`` down to ``min_freq``
+    (times ``2 pi`` with ``full_turns``); ``scale`` defaults to ``sqrt(2/dims)``."""
+
+    def __init__(self, dims: int, min_freq: float = 0.0001, max_freq: float = 1, scale: float | None = None, cos_first: bool = False, full_turns: bool = False) -> None:
+        super().__init__()
+        if dims <= 0 or dims % 2 != 0:
+            raise ValueError(f"dims must be a positive even number, got {dims}")
+        half = dims // 2
+        one_zero = 1 - mx.arange(0, half, dtype=mx.float32) / max(half - 1, 1)
+        lo, hi = math.log(min_freq), math.log(max_freq)
+        self._sigmas = mx.exp(one_zero * (hi - lo) + lo)
+        if full_turns:
+            self._sigmas = self._sigmas * (2 * math.pi)
+        self.scale = math.sqrt(2 / dims) if scale is None else scale
+        self.cos_first = cos_first
+
+    def __call__(self, x: mx.array) -> mx.array:
+        y = mx.expand_dims(x, -1) * self._sigmas
+        parts = [mx.cos(y), mx.sin(y)] if self.cos_first else [mx.sin(y), mx.cos(y)]
+        return mx.concatenate(parts, axis=-1) * self.scale
+
+
+class ALiBi(Module):
+    """Attention with Linear Biases: adds ``-slope_h * |i - j|`` to the
+    scores ``[..., heads, queries, keys]`` (query ``i`` at position
+    ``offset + i``), with the per-head slopes of Press et al. (2021)."""
+
+    @staticmethod
+    def _slopes(num_heads: int) -> list[float]:
+        def power_of_2(n: int) -> list[float]:
+            start = 2 ** (-8 / n)
+            return [start ** (i + 1) for i in range(n)]
+
+        closest = 2 ** int(math.floor(math.log2(num_heads)))
+        return power_of_2(closest) + power_of_2(2 * closest)[0::2][: num_heads - closest]
+
+    @staticmethod
+    def create_alibi_matrix(q_sequence_length: int, k_sequence_length: int, num_heads: int, offset: int = 0, dtype: Any = mx.float32) -> mx.array:
+        q = mx.arange(offset, offset + q_sequence_length)
+        k = mx.arange(0, k_sequence_length)
+        distance = mx.abs(mx.expand_dims(q, 1) - mx.expand_dims(k, 0)).astype(mx.float32)
+        slopes = mx.array(ALiBi._slopes(num_heads)).reshape(num_heads, 1, 1)
+        return (-distance * slopes).astype(dtype)
+
+    def __call__(self, attention_scores: mx.array, offset: int = 0, mask: mx.array | None = None) -> mx.array:
+        *_, heads, q_len, k_len = attention_scores.shape
+        bias = self.create_alibi_matrix(q_len, k_len, heads, offset, attention_scores.dtype)
+        if mask is not None:
+            bias = bias + mask
+        return attention_scores + bias.astype(attention_scores.dtype)
 
 
 class MultiHeadAttention(Module):
@@ -208,9 +373,11 @@ class MultiHeadAttention(Module):
 
     @staticmethod
     def create_additive_causal_mask(N: int, dtype: Any = mx.float32) -> mx.array:
+        """``[N, N]``: 0 where a query may attend (keys not after it), a large
+        negative number elsewhere (-1e9, which is ``-inf`` in 16-bit floats)."""
         idx = mx.arange(N)
         mask = mx.expand_dims(idx, 1) < mx.expand_dims(idx, 0)
-        return mask.astype(dtype) * -1e9
+        return mx.where(mask, -1e9, 0.0).astype(dtype)
 
 
 class Sequential(Module):
@@ -315,6 +482,24 @@ class PReLU(Module):
 
     def __call__(self, x: mx.array) -> mx.array:
         return act.prelu(x, self.weight)
+
+
+class HardShrink(Module):
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self._lambd = lambd
+
+    def __call__(self, x: mx.array) -> mx.array:
+        return act.hard_shrink(x, self._lambd)
+
+
+class Softshrink(Module):
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self._lambd = lambd
+
+    def __call__(self, x: mx.array) -> mx.array:
+        return act.softshrink(x, self._lambd)
 
 
 class Step(Module):
