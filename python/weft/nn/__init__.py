@@ -11,4 +11,7 @@ from weft.nn.layers import (
     SinusoidalPositionalEncoding, Softmax, Softplus, Softshrink, Softsign, Step, Tanh,
 )
 from weft.nn.module import Module
+from weft.nn.transformer import (
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+)
 from weft.nn.utils import checkpoint, value_and_grad
