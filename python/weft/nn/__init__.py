@@ -14,4 +14,5 @@ from weft.nn.module import Module
 from weft.nn.transformer import (
     Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
 )
+from weft.nn.upsample import Upsample
 from weft.nn.utils import checkpoint, value_and_grad
