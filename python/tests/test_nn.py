@@ -174,3 +174,98 @@ def test_mlp_learns_a_synthetic_task(make_opt):
         first = first if first is not None else float(loss.item())
     last = float(loss_fn(model, X, y).item())
     assert last < 0.6 * first, (first, last)
+
+
+def test_tree_merge_and_unflatten_rules():
+    from weft.utils import tree_merge
+
+    assert tree_merge({"a": [1]}, {"a": [None, 2], "b": 3}) == {"a": [1, 2], "b": 3}
+    assert tree_merge({"a": {}}, {"a": {}}) == {"a": {}}
+    assert tree_merge({"a": 1}, {"a": 2}, lambda x, y: x + y) == {"a": 3}
+    for a, b in [({"a": 1}, {"a": 1}), ({}, []), ([], ())]:
+        with pytest.raises(ValueError):
+            tree_merge(a, b)
+    assert tree_unflatten([("0", "a"), ("2", "c")]) == ["a", {}, "c"]
+    assert tree_unflatten({"01": 1, "1": 2}) == {"01": 1, "1": 2}
+    from typing import NamedTuple
+
+    class P(NamedTuple):
+        m: int
+        b: int
+
+    assert tree_map(lambda x: x + 1, P(1, 2)) == P(2, 3)
+
+
+def test_module_children_freeze_update_modules_set_dtype():
+    m = nn.Sequential(nn.Linear(2, 2, bias=False), nn.ReLU(), nn.Linear(2, 2), mx.sigmoid)
+    assert m.children()["layers"][3] == {}
+    m.update_modules(m.leaf_modules())
+    m.freeze(keys="bias", strict=True)
+    assert not any(k.endswith("bias") for k, _ in tree_flatten(m.trainable_parameters()))
+    with pytest.raises(KeyError):
+        m.freeze(keys="nope", strict=True)
+    for bad in ({"values": [0]}, {"layers": [0]}, {"layers": [{}, {}, {}, {}, nn.ReLU()]}):
+        with pytest.raises(ValueError):
+            m.update_modules(bad)
+    m.set_dtype(mx.float16)
+    assert all(v.dtype == mx.float16 for _, v in tree_flatten(m.parameters()))
+
+
+def test_new_layers_against_numpy():
+    xn = np.random.RandomState(0).randn(6, 3, 4).astype(np.float32)
+    x = mx.array(xn)
+    bn = nn.BatchNorm(4)
+    mu, var = xn.mean((0, 1)), xn.var((0, 1))
+    close(bn(x), (xn - mu) / np.sqrt(var + 1e-5), 1e-4)
+    close(bn.running_mean, 0.1 * mu, 1e-5)
+    close(bn.running_var, 0.9 + 0.1 * xn.reshape(-1, 4).var(0, ddof=1), 1e-5)
+    assert "running_mean" not in tree_flatten(bn.trainable_parameters(), destination={})
+    bn.eval()
+    close(bn(x), (xn - bn.running_mean) / np.sqrt(np.array(bn.running_var) + 1e-5), 1e-4)
+    inorm = nn.InstanceNorm(4)
+    close(inorm(x), (xn - xn.mean(1, keepdims=True)) / np.sqrt(xn.var(1, keepdims=True) + 1e-5), 1e-4)
+    with pytest.raises(ValueError, match="must be positive"):
+        nn.LayerNorm(4, eps=0.0)
+    y = nn.Dropout2d(0.5)(mx.ones((2, 4, 4, 3)))
+    yn = np.array(y)
+    assert (yn == yn[:, :1, :1, :]).all()  # whole channels dropped
+    close(nn.log_softmax(mx.array([[1e20, 1e20]])), [[-math.log(2)] * 2])
+    close(nn.step(mx.array([-1.0, 0.0, 1.0])), [0, 1, 1])
+    pe = nn.SinusoidalPositionalEncoding(4)(mx.arange(3))
+    w = np.array([1.0, 1e-4])
+    ref = np.concatenate([np.sin(np.arange(3)[:, None] * w), np.cos(np.arange(3)[:, None] * w)], -1) / math.sqrt(2)
+    close(pe, ref, 1e-5)
+    scores = nn.ALiBi()(mx.zeros((1, 2, 2, 3)))
+    close(scores[0, 0], -0.0625 * np.abs(np.arange(2)[:, None] - np.arange(3)[None]))
+    close(nn.losses.triplet_loss(mx.zeros((1, 2)), mx.zeros((1, 2)), mx.ones((1, 2))), [max(1e-3 - math.sqrt(2 + 1e-6) + 1, 0)], 1e-4)
+
+
+def test_upsample_and_transformer():
+    x = mx.arange(1, 5).reshape(1, 2, 2, 1)
+    close(nn.Upsample(2, "nearest")(x)[0, :, :, 0], np.kron(np.arange(1, 5).reshape(2, 2), np.ones((2, 2))))
+    close(nn.Upsample(2, "linear")(x)[0, 0, :, 0], [1, 1.25, 1.75, 2])
+    close(nn.Upsample(2, "linear", align_corners=True)(x)[0, 0, :, 0], [1, 4 / 3, 5 / 3, 2])
+    y = nn.Upsample(0.5, "cubic", antialias=True)(mx.random.normal((1, 8, 3)))
+    assert y.shape == (1, 4, 3)
+    with pytest.raises(ValueError):
+        nn.Upsample(2, "nearest", antialias=True)
+    model = nn.Transformer(dims=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, norm_first=False)
+    out = model(mx.random.normal((2, 5, 8)), mx.random.normal((2, 3, 8)), None, nn.MultiHeadAttention.create_additive_causal_mask(3), None)
+    assert out.shape == (2, 3, 8)
+    assert "decoder.layers.0.cross_attention.query_proj.weight" in tree_flatten(model.parameters(), destination={})
+
+
+def test_muon_and_clip_grad_norm():
+    params = {"w": mx.random.normal((6, 4)), "b": mx.zeros((4,))}
+    grads = {"w": mx.random.normal((6, 4)), "b": mx.ones((4,))}
+    new = optim.Muon(learning_rate=0.1, weight_decay=0.0).apply_gradients(grads, params)
+    # Matrices step by a roughly orthogonal matrix (Newton-Schulz leaves
+    # singular values near 1), scaled by sqrt(rows / cols).
+    delta = (np.array(params["w"]) - np.array(new["w"])) / 0.1 / math.sqrt(6 / 4)
+    assert np.all(np.abs(np.linalg.svd(delta, compute_uv=False) - 1) < 0.35)
+    # Vectors take the Nesterov momentum step: g (1 - m) + m v, v = (1 - m) g.
+    close(new["b"], -0.1 * (0.05 + 0.95 * 0.05) * np.ones(4))
+    with pytest.raises(ValueError):
+        optim.clip_grad_norm(grads, -1.0)
+    with pytest.raises(ValueError, match=">0"):
+        optim.Adagrad(learning_rate=0.1, eps=0.0)

@@ -86,18 +86,22 @@ class Module(dict):
 
     def filter_and_map(self, filter_fn: Callable, map_fn: Callable | None = None, is_leaf_fn: Callable | None = None) -> dict:
         """The tree of items for which ``filter_fn(module, key, value)``
-        holds, recursing into child modules, lists and dicts."""
+        holds, recursing into child modules, lists and dicts (where other
+        entries are ``{}``, keeping list positions)."""
         map_fn = map_fn or (lambda x: x)
 
         def walk(owner: "Module", key: Any, v: Any) -> Any:
             if isinstance(v, Module):
                 return v.filter_and_map(filter_fn, map_fn, is_leaf_fn)
             if isinstance(v, dict):
-                out = {k: walk(owner, f"{key}.{k}", x) for k, x in v.items()}
-                return {k: x for k, x in out.items() if x is not None}
+                return {k: inner(owner, f"{key}.{k}", x) for k, x in v.items()}
             if isinstance(v, (list, tuple)):
-                return [walk(owner, f"{key}.{i}", x) for i, x in enumerate(v)]
+                return [inner(owner, f"{key}.{i}", x) for i, x in enumerate(v)]
             return map_fn(v) if filter_fn(owner, key, v) else None
+
+        def inner(owner: "Module", key: Any, v: Any) -> Any:
+            w = walk(owner, key, v)
+            return {} if w is None else w
 
         out = {}
         for k, v in self.items():
@@ -174,6 +178,8 @@ class Module(dict):
         """Replaces the arrays named in ``parameters`` (a tree like
         ``parameters()``, possibly partial)."""
         def apply(dst: Any, src: Any, path: str) -> Any:
+            if isinstance(src, dict) and not src:
+                return dst
             if isinstance(src, dict):
                 if isinstance(dst, Module):
                     for k, v in src.items():
