@@ -160,6 +160,8 @@ class InstanceNorm(Module):
         return f"{self.dims}, eps={self.eps}, affine={'weight' in self}"
 
     def __call__(self, x: mx.array) -> mx.array:
+        if x.ndim < 3:
+            raise ValueError(f"InstanceNorm needs an input with spatial dimensions ([N, ..., C]), got shape {x.shape}")
         axes = tuple(range(1, x.ndim - 1))
         x32 = x.astype(mx.float32)  # 16-bit statistics of large maps overflow
         mean = mx.mean(x32, axis=axes, keepdims=True)
