@@ -254,6 +254,10 @@ impl PyArray {
         on_stream(&stream, || ops::sum(&self.array(), over(axis), keepdims).py().map(PyArray::from))
     }
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
+    fn prod(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::prod(&self.array(), over(axis), keepdims).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
     fn mean(&self, axis: Option<Axes>, keepdims: bool, stream: Stream) -> PyResult<PyArray> {
         on_stream(&stream, || ops::mean(&self.array(), over(axis), keepdims).py().map(PyArray::from))
     }

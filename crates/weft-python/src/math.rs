@@ -182,14 +182,14 @@ pub fn tri(n: isize, m: Option<isize>, k: isize, dtype: PyDtype, stream: Stream)
     on_stream(&stream, || ops::tri(n as usize, m as usize, k, dtype.0).py().map(PyArray::from))
 }
 
-/// `num` evenly spaced values from `start` to `stop`, both included.
+/// `num` evenly spaced values from `start` to `stop` (included when `endpoint`).
 #[pyfunction]
-#[pyo3(signature = (start, stop, num = 50, dtype = PyDtype(Dtype::F32), stream = None))]
-pub fn linspace(start: f64, stop: f64, num: isize, dtype: PyDtype, stream: Stream) -> PyResult<PyArray> {
+#[pyo3(signature = (start, stop, num = 50, dtype = PyDtype(Dtype::F32), *, endpoint = true, stream = None))]
+pub fn linspace(start: f64, stop: f64, num: isize, dtype: PyDtype, endpoint: bool, stream: Stream) -> PyResult<PyArray> {
     if num < 0 {
         return Err(PyValueError::new_err(format!("linspace: num must be non-negative, got {num}")));
     }
-    on_stream(&stream, || ops::linspace(start, stop, num as usize, dtype.0).py().map(PyArray::from))
+    on_stream(&stream, || ops::linspace(start, stop, num as usize, endpoint, dtype.0).py().map(PyArray::from))
 }
 
 /// Each element repeated `repeats` times along `axis` (flattened when None).

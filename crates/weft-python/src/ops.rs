@@ -124,7 +124,7 @@ macro_rules! reduction {
     )*};
 }
 
-reduction! { sum, mean, max, min }
+reduction! { sum, prod, mean, max, min }
 
 /// Index of the largest element along `axis` (of the flattened array when `None`).
 #[pyfunction]
@@ -342,6 +342,19 @@ pub fn cumsum(a: &Any<'_>, axis: Option<isize>, reverse: bool, inclusive: bool, 
     on_stream(&stream, || ops::cumsum(&to_array(a, None)?, axis, reverse, inclusive).py().map(PyArray::from))
 }
 
+/// The other scans, with `cumsum`'s signature: running product, maximum,
+/// minimum, and `log(cumsum(exp(a)))`.
+macro_rules! scans {
+    ($($name:ident),*) => {$(
+        #[pyfunction]
+        #[pyo3(signature = (a, /, axis = None, *, reverse = false, inclusive = true, stream = None))]
+        pub fn $name(a: &Any<'_>, axis: Option<isize>, reverse: bool, inclusive: bool, stream: Stream) -> PyResult<PyArray> {
+            on_stream(&stream, || ops::$name(&to_array(a, None)?, axis, reverse, inclusive).py().map(PyArray::from))
+        }
+    )*};
+}
+scans! { cumprod, cummax, cummin, logcumsumexp }
+
 /// `a` sorted ascending along `axis` (the flattened array when None).
 #[pyfunction]
 #[pyo3(signature = (a, /, axis = Some(-1), *, stream = None))]
@@ -462,9 +475,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add!(square);
     add!(add, subtract, multiply, divide, floor_divide, remainder, power, maximum, minimum);
     add!(equal, not_equal, less, less_equal, greater, greater_equal, where_, matmul);
-    add!(sum, mean, max, min, argmax, argmin);
+    add!(sum, prod, mean, max, min, argmax, argmin);
     add!(reshape, transpose, broadcast_to, concatenate, stack, expand_dims, squeeze, flatten, astype);
     add!(zeros, ones, full, zeros_like, ones_like, arange, eye);
-    add!(softmax, logsumexp, cumsum, sort, argsort, topk, take, take_along_axis, slice_update);
+    add!(softmax, logsumexp, cumsum, cumprod, cummax, cummin, logcumsumexp, sort, argsort, topk, take, take_along_axis, slice_update);
     Ok(())
 }

@@ -173,10 +173,10 @@ fn triangles_linspace_and_views() {
     let res = ops::tril(&ops::zeros(&[3], Dtype::F32).unwrap(), 0);
     assert!(matches!(res, Err(Error::Shape(_))), "{res:?}");
 
-    let l = read(&ops::linspace(-1.0, 2.0, 7, Dtype::F64).unwrap());
+    let l = read(&ops::linspace(-1.0, 2.0, 7, true, Dtype::F64).unwrap());
     check("linspace", &l, &(0..7).map(|i| -1.0 + 0.5 * i as f64).collect::<Vec<_>>(), 1e-15, Some(&[1.0; 7]));
-    assert_eq!(read(&ops::linspace(3.0, 9.0, 1, Dtype::F32).unwrap()), [3.0]);
-    assert_eq!(ops::linspace(0.0, 1.0, 0, Dtype::F32).unwrap().shape(), &[0]);
+    assert_eq!(read(&ops::linspace(3.0, 9.0, 1, true, Dtype::F32).unwrap()), [3.0]);
+    assert_eq!(ops::linspace(0.0, 1.0, 0, true, Dtype::F32).unwrap().shape(), &[0]);
 
     // flip, swapaxes, moveaxis against the reference's index maps.
     let f = read(&ops::flip(&a, 1).unwrap());
@@ -275,4 +275,63 @@ fn repeat_tile_pad_match_index_maps() {
     let res = ops::pad(&empty, &[(1, 0), (0, 0)], ops::PadMode::Edge);
     assert!(matches!(res, Err(Error::Shape(_))), "{res:?}");
     assert_eq!(ops::pad(&empty, &[(1, 0), (0, 0)], ops::PadMode::Constant(1.0)).unwrap().shape(), &[1, 2]);
+}
+
+/// cumprod / cummax / cummin (forward, reversed, exclusive) and prod,
+/// against direct loops; cummax's derivative goes to where the running
+/// maximum was set; the windows against their closed forms.
+#[test]
+fn scans_prod_and_windows_match_loops() {
+    let v = [2.0, -1.0, 3.0, f64::NAN, 0.5, 4.0];
+    let x = Array::from_slice(&v.map(|x| x as f32), &[6]).unwrap();
+    let loop_scan = |f: fn(f64, f64) -> f64, init: f64, reverse: bool, inclusive: bool| -> Vec<f64> {
+        let order: Vec<usize> = if reverse { (0..6).rev().collect() } else { (0..6).collect() };
+        let mut out = vec![0.0; 6];
+        let mut acc = init;
+        for &i in &order {
+            if inclusive {
+                acc = f(acc, v[i]);
+                out[i] = acc;
+            } else {
+                out[i] = acc;
+                acc = f(acc, v[i]);
+            }
+        }
+        out
+    };
+    let nan_max = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
+    let nan_min = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) };
+    let same = |got: Vec<f64>, want: Vec<f64>, ctx: &str| {
+        assert!(got.iter().zip(&want).all(|(g, w)| (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() < 1e-5), "{ctx}: {got:?} vs {want:?}");
+    };
+    for reverse in [false, true] {
+        for inclusive in [true, false] {
+            let ctx = format!("reverse {reverse} inclusive {inclusive}");
+            same(read(&ops::cumprod(&x, Some(0), reverse, inclusive).unwrap()), loop_scan(|a, b| a * b, 1.0, reverse, inclusive), &ctx);
+            same(read(&ops::cummax(&x, Some(0), reverse, inclusive).unwrap()), loop_scan(nan_max, f64::NEG_INFINITY, reverse, inclusive), &ctx);
+            same(read(&ops::cummin(&x, Some(0), reverse, inclusive).unwrap()), loop_scan(nan_min, f64::INFINITY, reverse, inclusive), &ctx);
+        }
+    }
+    // Integers wrap and keep their type; bool products count in int32.
+    let i = Array::from_slice(&[3i32, -2, 5], &[3]).unwrap();
+    assert_eq!(ops::cumprod(&i, None, false, true).unwrap().to_vec::<i32>().unwrap(), vec![3, -6, -30]);
+    assert_eq!(ops::prod(&i, Axes::All, false).unwrap().to_vec::<i32>().unwrap(), vec![-30]);
+    let m = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+    assert_eq!(read(&ops::prod(&m, &[1], false).unwrap()), vec![2.0, 12.0]);
+    assert_eq!(read(&ops::prod(&ops::zeros(&[0], Dtype::F32).unwrap(), Axes::All, false).unwrap()), vec![1.0]);
+
+    // d sum(cummax(y)) / dy: each output's 1 goes to where its maximum was set.
+    let y = Array::from_slice(&[1.0f32, 3.0, 2.0, 5.0, 4.0], &[5]).unwrap();
+    let (_, g) = weft::transforms::vjp(
+        |a| Ok(vec![ops::sum(&ops::cummax(&a[0], Some(0), false, true)?, Axes::All, false)?]),
+        &[y],
+        &[Array::scalar(1.0f32)],
+    )
+    .unwrap();
+    assert_eq!(read(&g[0]), vec![1.0, 2.0, 0.0, 2.0, 0.0]);
+
+    let hann = read(&ops::hanning(5).unwrap());
+    same(hann, vec![0.0, 0.5, 1.0, 0.5, 0.0], "hanning");
+    same(read(&ops::bartlett(5).unwrap()), vec![0.0, 0.5, 1.0, 0.5, 0.0], "bartlett");
+    same(read(&ops::linspace(0.0, 1.0, 4, false, Dtype::F32).unwrap()), vec![0.0, 0.25, 0.5, 0.75], "linspace endpoint=false");
 }

@@ -41,15 +41,14 @@ pub fn eye(n: usize, m: usize, k: isize, dtype: Dtype) -> Result<Array> {
     astype(&equal(&rows, &cols)?, dtype)
 }
 
-/// `num` evenly spaced values from `start` to `stop`, both included.
-pub fn linspace(start: f64, stop: f64, num: usize, dtype: Dtype) -> Result<Array> {
+/// `num` evenly spaced values from `start` to `stop` (`stop` included when
+/// `endpoint`), computed in float64 and cast to `dtype` (integers truncate).
+pub fn linspace(start: f64, stop: f64, num: usize, endpoint: bool, dtype: Dtype) -> Result<Array> {
     if !start.is_finite() || !stop.is_finite() {
         bail!(InvalidArgument, "linspace needs finite bounds, got ({start}, {stop})");
     }
-    if !dtype.is_float() {
-        bail!(Dtype, "linspace makes floats, got {dtype}");
-    }
-    let step = if num > 1 { (stop - start) / (num - 1) as f64 } else { 0.0 };
+    let intervals = if endpoint { num.saturating_sub(1) } else { num };
+    let step = if intervals > 0 { (stop - start) / intervals as f64 } else { 0.0 };
     let i = arange(0.0, num as f64, 1.0, Dtype::F64)?;
     let v = super::add(&super::multiply(&i, &Array::scalar(step))?, &Array::scalar(start))?;
     astype(&v, dtype)
@@ -89,4 +88,44 @@ fn triangle(a: &Array, k: isize, lower: bool) -> Result<Array> {
     // triu keeps j >= i + k, the complement of tril's mask at k - 1.
     let keep = if lower { lower_mask(n, m, k)? } else { super::logical_not(&lower_mask(n, m, k - 1)?)? };
     super::where_(&keep, a, &scalar(0.0, a.dtype())?)
+}
+
+/// A window of `m` points `sum_k c_k cos(2 pi k n / (m - 1))` (a generalized
+/// cosine window, float32); `m = 1` gives `[1]`, as NumPy.
+fn cosine_window(m: usize, coeffs: &[f64]) -> Result<Array> {
+    if m <= 1 {
+        return ones(&[m], Dtype::F32);
+    }
+    let n = arange(0.0, m as f64, 1.0, Dtype::F64)?;
+    let mut w = zeros(&[m], Dtype::F64)?;
+    for (k, &c) in coeffs.iter().enumerate() {
+        let phase = super::multiply(&n, &Array::scalar(2.0 * std::f64::consts::PI * k as f64 / (m - 1) as f64))?;
+        w = super::add(&w, &super::multiply(&super::cos(&phase)?, &Array::scalar(c))?)?;
+    }
+    astype(&w, Dtype::F32)
+}
+
+/// The Hann window of `m` points.
+pub fn hanning(m: usize) -> Result<Array> {
+    cosine_window(m, &[0.5, -0.5])
+}
+
+/// The Hamming window of `m` points.
+pub fn hamming(m: usize) -> Result<Array> {
+    cosine_window(m, &[0.54, -0.46])
+}
+
+/// The Blackman window of `m` points.
+pub fn blackman(m: usize) -> Result<Array> {
+    cosine_window(m, &[0.42, -0.5, 0.08])
+}
+
+/// The Bartlett (triangular) window of `m` points: `1 - |2n / (m - 1) - 1|`.
+pub fn bartlett(m: usize) -> Result<Array> {
+    if m <= 1 {
+        return ones(&[m], Dtype::F32);
+    }
+    let n = arange(0.0, m as f64, 1.0, Dtype::F64)?;
+    let t = super::subtract(&super::multiply(&n, &Array::scalar(2.0 / (m - 1) as f64))?, &Array::scalar(1.0))?;
+    astype(&super::subtract(&Array::scalar(1.0), &super::abs(&t)?)?, Dtype::F32)
 }

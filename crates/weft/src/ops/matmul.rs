@@ -46,3 +46,47 @@ pub fn matmul(a: &Array, b: &Array) -> Result<Array> {
         reshape(&out, &shape)
     }
 }
+
+/// The inner product over the last axes: `a[..., k] * b[..., k]` summed
+/// over `k`, shape `a.shape[:-1] ++ b.shape[:-1]`; a scalar operand
+/// multiplies.
+pub fn inner(a: &Array, b: &Array) -> Result<Array> {
+    if a.ndim() == 0 || b.ndim() == 0 {
+        return super::multiply(a, b);
+    }
+    let (ka, kb) = (a.shape()[a.ndim() - 1], b.shape()[b.ndim() - 1]);
+    if ka != kb {
+        bail!(Shape, "inner: last dimensions differ: {:?} and {:?}", a.shape(), b.shape());
+    }
+    let dims = |s: &[usize]| -> Vec<isize> { s.iter().map(|&d| d as isize).collect() };
+    let out: Vec<isize> = dims(&[&a.shape()[..a.ndim() - 1], &b.shape()[..b.ndim() - 1]].concat());
+    let a2 = reshape(a, &[-1, ka as isize])?;
+    let b2 = reshape(b, &[-1, kb as isize])?;
+    let p = if Dtype::promote(a.dtype(), b.dtype()).is_float() {
+        matmul(&a2, &super::transpose(&b2, &[1, 0])?)?
+    } else {
+        // Integers: the broadcast product, summed (matmul is float-only).
+        super::sum(&super::multiply(&expand_dims(&a2, 1)?, &expand_dims(&b2, 0)?)?, &[-1], false)?
+    };
+    reshape(&p, &out)
+}
+
+/// The outer product of the flattened `a` and `b`: `[a.size, b.size]`.
+pub fn outer(a: &Array, b: &Array) -> Result<Array> {
+    super::multiply(&reshape(a, &[-1, 1])?, &reshape(b, &[1, -1])?)
+}
+
+/// `alpha * (a @ b) + beta * c`, `c` broadcasting to the product.
+pub fn addmm(c: &Array, a: &Array, b: &Array, alpha: f64, beta: f64) -> Result<Array> {
+    let p = matmul(a, b)?;
+    let dtype = Dtype::promote(p.dtype(), c.dtype());
+    let scaled = |x: &Array, s: f64| -> Result<Array> {
+        let x = astype(x, dtype)?;
+        if s == 1.0 { Ok(x) } else { super::multiply(&x, &astype(&Array::scalar(s), dtype)?) }
+    };
+    let out = super::add(&scaled(&p, alpha)?, &scaled(c, beta)?)?;
+    if out.shape() != p.shape() {
+        bail!(Shape, "addmm: c of shape {:?} does not broadcast to the product's shape {:?}", c.shape(), p.shape());
+    }
+    Ok(out)
+}

@@ -16,18 +16,20 @@ mod shape;
 mod softmax;
 mod sort;
 
-pub use creation::{arange, eye, full, linspace, ones, tri, tril, triu, zeros};
+pub use creation::{arange, bartlett, blackman, eye, full, hamming, hanning, linspace, ones, tri, tril, triu, zeros};
 pub use elementwise::*;
-pub use matmul::matmul;
-pub use reduce::{argmax, argmin, max, mean, min, std, sum, var};
-pub use logical::{all, allclose, any, array_equal, isclose, isfinite, isinf, isnan, logical_and, logical_not, logical_or};
+pub use matmul::{addmm, inner, matmul, outer};
+pub use reduce::{argmax, argmin, count_nonzero, max, mean, min, prod, std, sum, var};
+pub use logical::{
+    all, allclose, any, array_equal, isclose, isfinite, isinf, isnan, isneginf, isposinf, logical_and, logical_not, logical_or, logical_xor,
+};
 pub use indexing::{slice_update, take, take_along_axis};
 pub use softmax::{logsumexp, softmax};
-pub use scan::cumsum;
+pub use scan::{cummax, cummin, cumprod, cumsum, logcumsumexp};
 pub use sort::{argsort, sort, topk};
 pub use shape::{
-    broadcast_to, concatenate, expand_dims, flatten, flip, moveaxis, pad, repeat, reshape, slice, split, squeeze, stack, swapaxes, tile,
-    transpose, PadMode, SliceArg,
+    atleast_nd, broadcast_arrays, broadcast_to, concatenate, diag, diagonal, expand_dims, flatten, flip, kron, meshgrid, moveaxis, pad, repeat,
+    reshape, roll, slice, split, squeeze, stack, swapaxes, tile, trace, transpose, unflatten, unstack, PadMode, SliceArg,
 };
 
 #[allow(unused_imports)]

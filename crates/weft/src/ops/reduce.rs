@@ -49,6 +49,18 @@ pub fn sum(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
     reduce(ReduceOp::Sum, a, axes.into(), keepdims)
 }
 
+/// Product over `axes` (`Axes::All`: every axis); narrow integers widen
+/// as in `sum`. The product of nothing is 1.
+pub fn prod(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
+    reduce(ReduceOp::Prod, a, axes.into(), keepdims)
+}
+
+/// How many elements are nonzero over `axes`, as uint32 (MLX's type).
+pub fn count_nonzero(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
+    let nonzero = super::not_equal(a, &astype(&Array::scalar(0i32), a.dtype())?)?;
+    astype(&sum(&nonzero, axes, keepdims)?, Dtype::U32)
+}
+
 /// Maximum over `axes` (`Axes::All`: every axis).
 pub fn max(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
     reduce(ReduceOp::Max, a, axes.into(), keepdims)

@@ -12,7 +12,7 @@ use super::{BinaryOp, Primitive, ReduceOp, UnaryOp};
 use crate::ops::fast as fast_ops;
 use crate::ops::{self as o, SliceArg};
 use crate::shape::numel;
-use crate::{Array, Dtype, Result};
+use crate::{bail, Array, Dtype, Result};
 
 /// The derivative of a unary op: the input's cotangent from the input `x`,
 /// the output `y` and the output's cotangent `g`.
@@ -164,6 +164,27 @@ fn gather_vjp(a: &Array, idx: &Array, g: &Array, axis: usize) -> Result<Array> {
     o::moveaxis(&r, -1, axis as isize)
 }
 
+/// The cotangent of `x` for an inclusive running max or min `out` along
+/// `axis`: each `out_i` is the `x_k` where the running extreme was last set
+/// (at or before `i` in scan order); its cotangent goes to that `k`.
+fn running_extreme_vjp(x: &Array, out: &Array, g: &Array, axis: usize, reverse: bool, inclusive: bool) -> Result<Vec<Option<Array>>> {
+    if !inclusive {
+        bail!(InvalidArgument, "the derivative of an exclusive cummax or cummin is not implemented");
+    }
+    let n = x.shape()[axis];
+    let mut line = vec![1isize; x.ndim() - axis];
+    line[0] = n as isize;
+    let pos = o::broadcast_to(&o::reshape(&o::arange(0.0, n as f64, 1.0, Dtype::I32)?, &line)?, x.shape())?;
+    let set = o::equal(x, out)?;
+    let int = |v: i32| o::astype(&Array::scalar(v), Dtype::I32);
+    let at = if reverse {
+        o::minimum(&o::cummin(&o::where_(&set, &pos, &int(n as i32 - 1)?)?, Some(axis as isize), true, true)?, &int(n as i32 - 1)?)?
+    } else {
+        o::maximum(&o::cummax(&o::where_(&set, &pos, &int(0)?)?, Some(axis as isize), false, true)?, &int(0)?)?
+    };
+    Ok(vec![Some(gather_axis_vjp(x.shape(), &at, g, axis)?)])
+}
+
 /// The cotangents of a fused primitive's inputs, by differentiating the
 /// composition `f` it fuses.
 fn via(f: impl FnOnce(&[Array]) -> Result<Array>, inputs: &[Array], g: &Array, needs: &[bool]) -> Result<Vec<Option<Array>>> {
@@ -311,7 +332,22 @@ impl Primitive {
                 one(o::multiply(out, &o::subtract(g, &inner)?))
             }
             Primitive::LogSumExp => one(o::multiply(g, &o::exp(&o::subtract(x, out)?)?)),
-            Primitive::CumSum { axis, reverse, inclusive } => one(o::cumsum(g, Some(*axis as isize), !reverse, *inclusive)),
+            Primitive::Scan { op: ReduceOp::Sum, axis, reverse, inclusive } => one(o::cumsum(g, Some(*axis as isize), !reverse, *inclusive)),
+            // y_i = prod of the x_j it covers, so dL/dx_k = sum over the y_i
+            // covering x_k of g_i y_i / x_k: the opposite scan of g * y,
+            // over x (infinite or NaN where x_k is 0, as for `prod`).
+            Primitive::Scan { op: ReduceOp::Prod, axis, reverse, inclusive } => {
+                let covered = o::cumsum(&o::multiply(g, out)?, Some(*axis as isize), !reverse, *inclusive)?;
+                one(o::divide(&covered, x))
+            }
+            Primitive::Scan { op: ReduceOp::Max | ReduceOp::Min, axis, reverse, inclusive } => {
+                // Each y_i is the x_k where the running extreme was last
+                // set; its cotangent goes there. `set` marks those k, `at`
+                // the index each y_i came from; the cotangents gathered per
+                // k are the sum over i with at_i = k, a reversed cumsum of
+                // g over each run of equal `at`.
+                running_extreme_vjp(x, out, g, *axis, *reverse, *inclusive)
+            }
             Primitive::Sort => {
                 let idx = o::argsort(x, Some(-1))?;
                 one(gather_axis_vjp(x.shape(), &idx, g, x.ndim() - 1))

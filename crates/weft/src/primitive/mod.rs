@@ -140,8 +140,9 @@ primitives! {
     Softmax,
     /// `log(sum(exp(x)))` along the last axis, kept as size 1.
     LogSumExp,
-    /// Cumulative sum along `axis`.
-    CumSum { axis: usize, reverse: bool, inclusive: bool },
+    /// A running `op` (cumsum, cumprod, cummax, cummin) along `axis`;
+    /// `inclusive = false` shifts by one, starting from the op's identity.
+    Scan { op: ReduceOp, axis: usize, reverse: bool, inclusive: bool },
     /// Values sorted along the last axis (NaN last).
     Sort,
     /// `uint32` indices that sort the last axis (stable, NaN last).

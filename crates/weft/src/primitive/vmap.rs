@@ -85,8 +85,8 @@ impl Primitive {
             Primitive::BroadcastTo => node(self.clone(), vec![lift(x, shape.len())?]),
             Primitive::Reduce { op, axes } => node(Primitive::Reduce { op: *op, axes: plus_one(axes) }, vec![x.clone()]),
             Primitive::ArgReduce { op, axis } => node(Primitive::ArgReduce { op: *op, axis: axis + 1 }, vec![x.clone()]),
-            Primitive::CumSum { axis, reverse, inclusive } => {
-                node(Primitive::CumSum { axis: axis + 1, reverse: *reverse, inclusive: *inclusive }, vec![x.clone()])
+            Primitive::Scan { op, axis, reverse, inclusive } => {
+                node(Primitive::Scan { op: *op, axis: axis + 1, reverse: *reverse, inclusive: *inclusive }, vec![x.clone()])
             }
             Primitive::Matmul => node(self.clone(), spread(args, n)?),
             Primitive::Transpose { perm } => {

@@ -12,7 +12,7 @@ mod astype;
 mod binary;
 mod concatenate;
 mod copy;
-mod cumsum;
+mod scan;
 mod gather;
 mod gather_axis;
 mod layer_norm;
@@ -77,7 +77,7 @@ impl Encoder for CpuEncoder {
             }
             Primitive::Softmax => softmax::softmax(&i[0], out)?,
             Primitive::LogSumExp => logsumexp::logsumexp(&i[0], out)?,
-            Primitive::CumSum { axis, reverse, inclusive } => cumsum::cumsum(*axis, *reverse, *inclusive, &i[0], out)?,
+            Primitive::Scan { op, axis, reverse, inclusive } => scan::scan(*op, *axis, *reverse, *inclusive, &i[0], out)?,
             Primitive::Sort => sort::sort(&i[0], out)?,
             Primitive::ArgSort => argsort::argsort(&i[0], out)?,
             Primitive::RandomBits => random_bits::random_bits(&i[0], out)?,

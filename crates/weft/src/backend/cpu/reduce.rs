@@ -1,4 +1,4 @@
-//! `Reduce` (sum, max, min over axes) and `ArgReduce` (argmax, argmin along
+//! `Reduce` (sum, prod, max, min over axes) and `ArgReduce` (argmax, argmin along
 //! one axis).
 //!
 //! Both start by splitting the input's dimensions into *kept* ones (in output
@@ -77,20 +77,20 @@ macro_rules! reducible_half {
 }
 reducible_half!(f16, bf16);
 
-/// A reduction as a monoid over the accumulator type.
-trait Monoid<A>: Copy + Send + Sync {
+/// A reduction as a monoid over the accumulator type (scans use it too).
+pub(super) trait Monoid<A>: Copy + Send + Sync {
     fn identity() -> A;
     fn combine(a: A, b: A) -> A;
 }
 
 #[derive(Clone, Copy)]
-struct Sum;
+pub(super) struct Sum;
 #[derive(Clone, Copy)]
-struct Prod;
+pub(super) struct Prod;
 #[derive(Clone, Copy)]
-struct Max;
+pub(super) struct Max;
 #[derive(Clone, Copy)]
-struct Min;
+pub(super) struct Min;
 
 impl<A: Arith> Monoid<A> for Sum {
     #[inline(always)]

@@ -17,7 +17,6 @@ mod astype;
 mod binary;
 mod concatenate;
 mod copy;
-mod cumsum;
 pub(crate) mod device;
 mod gather;
 mod gather_axis;
@@ -31,6 +30,7 @@ mod reduce;
 mod rms_norm;
 mod rope;
 mod rows;
+mod scan;
 mod sdpa;
 mod select;
 mod slice_update;
@@ -207,8 +207,8 @@ fn kernel_for<'p>(prim: &'p Primitive, inputs: &[Data], out: OutSpec<'p>) -> Opt
         Primitive::GatherAxis { axis } => kern(move |k, _, o| gather_axis::gather_axis(k, *axis, &o[0], &o[1], out)),
         Primitive::Softmax => kern(move |k, _, o| softmax::softmax(k, &o[0], out)),
         Primitive::LogSumExp => kern(move |k, _, o| logsumexp::logsumexp(k, &o[0], out)),
-        Primitive::CumSum { axis, reverse, inclusive } => {
-            kern(move |k, _, o| cumsum::cumsum(k, *axis, *reverse, *inclusive, &o[0], out))
+        Primitive::Scan { op, axis, reverse, inclusive } => {
+            kern(move |k, _, o| scan::scan(k, *op, *axis, *reverse, *inclusive, &o[0], out))
         }
         Primitive::Sort | Primitive::ArgSort => {
             // Rows longer than shared memory holds sort on the host.

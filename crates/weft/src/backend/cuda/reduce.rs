@@ -240,19 +240,7 @@ fn op_parts(op: ReduceOp, d: Dtype) -> (String, String, String) {
         (ReduceOp::Sum | ReduceOp::Prod, Dtype::I64 | Dtype::U64) => "unsigned long long",
         _ => ct,
     };
-    let (lo, hi) = match d {
-        Dtype::F16 | Dtype::BF16 | Dtype::F32 => ("(-inf_f())", "inf_f()"),
-        Dtype::F64 => ("(-inf_d())", "inf_d()"),
-        Dtype::Bool => ("false", "true"),
-        Dtype::U8 => ("0", "255"),
-        Dtype::U16 => ("0", "65535"),
-        Dtype::U32 => ("0u", "4294967295u"),
-        Dtype::U64 => ("0ull", "18446744073709551615ull"),
-        Dtype::I8 => ("(-128)", "127"),
-        Dtype::I16 => ("(-32768)", "32767"),
-        Dtype::I32 => ("(-2147483647 - 1)", "2147483647"),
-        Dtype::I64 => ("(-9223372036854775807ll - 1)", "9223372036854775807ll"),
-    };
+    let (lo, hi) = limits(d);
     let float = d.is_float();
     let (init, merge) = match op {
         ReduceOp::Sum if d == Dtype::Bool => ("false".to_string(), "return a | b;".to_string()),
@@ -323,4 +311,22 @@ pub(crate) fn arg_reduce(k: &mut Launcher<'_>, op: ArgReduceOp, axis: usize, a: 
         fin: "((unsigned int)({a}).i)".into(),
     };
     run(k, &s, a, &[axis], None, out.dtype)
+}
+
+/// The lowest and highest value of `d`, as CUDA C literals (infinities for
+/// floats): the identities of max and min.
+pub(super) fn limits(d: Dtype) -> (&'static str, &'static str) {
+    match d {
+        Dtype::F16 | Dtype::BF16 | Dtype::F32 => ("(-inf_f())", "inf_f()"),
+        Dtype::F64 => ("(-inf_d())", "inf_d()"),
+        Dtype::Bool => ("false", "true"),
+        Dtype::U8 => ("0", "255"),
+        Dtype::U16 => ("0", "65535"),
+        Dtype::U32 => ("0u", "4294967295u"),
+        Dtype::U64 => ("0ull", "18446744073709551615ull"),
+        Dtype::I8 => ("(-128)", "127"),
+        Dtype::I16 => ("(-32768)", "32767"),
+        Dtype::I32 => ("(-2147483647 - 1)", "2147483647"),
+        Dtype::I64 => ("(-9223372036854775807ll - 1)", "9223372036854775807ll"),
+    }
 }
