@@ -10,27 +10,26 @@ from weft.utils import tree_flatten, tree_unflatten
 _FLOATING = (mx.float16, mx.bfloat16, mx.float32, mx.float64)
 
 
-def _has_module(v: Any) -> bool:
-    """Whether ``v`` is a module or a list/dict holding one."""
-    if isinstance(v, Module):
+def _holds(v: Any, leaf: tuple) -> bool:
+    """Whether ``v`` is an instance of ``leaf`` or a list/tuple/dict holding one."""
+    if isinstance(v, leaf):
         return True
     if isinstance(v, (list, tuple)):
-        return any(_has_module(x) for x in v)
+        return any(_holds(x, leaf) for x in v)
     if isinstance(v, dict):
-        return any(_has_module(x) for x in v.values())
+        return any(_holds(x, leaf) for x in v.values())
     return False
+
+
+def _has_module(v: Any) -> bool:
+    """Whether ``v`` is a module or a list/dict holding one."""
+    return _holds(v, (Module,))
 
 
 def _holds_params(v: Any) -> bool:
     """Whether ``v`` belongs in the parameter tree: arrays, modules, and
     lists or dicts of them."""
-    if isinstance(v, (mx.array, Module)):
-        return True
-    if isinstance(v, (list, tuple)):
-        return any(_holds_params(x) for x in v)
-    if isinstance(v, dict):
-        return any(_holds_params(x) for x in v.values())
-    return False
+    return _holds(v, (mx.array, Module))
 
 
 class Module(dict):
