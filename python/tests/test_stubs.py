@@ -1,4 +1,5 @@
-"""The stubs (python/weft/core/__init__.pyi, random.pyi, fast.pyi) and the
+"""The stubs (python/weft/core/__init__.pyi, random.pyi, fast.pyi,
+linalg.pyi) and the
 compiled module name the same things with the same arguments."""
 
 import ast
@@ -10,7 +11,7 @@ import pytest
 import weft.core as mx
 
 STUBS = pathlib.Path(__file__).resolve().parents[1] / "weft" / "core"
-SUBMODULES = ("random", "fast")
+SUBMODULES = ("random", "fast", "linalg")
 ALIASES = {"Scalar", "ScalarOrArray", "StreamOrDevice", "Axis", "ShapeLike"}
 
 pytestmark = pytest.mark.skipif(not STUBS.is_dir(), reason="run from a source checkout")

@@ -6,7 +6,8 @@
 //! `indexing.rs`, `convert.rs` (Python values <-> arrays), `device.rs`
 //! (devices and streams), `runtime.rs` (eval, memory), `dtype.rs`,
 //! `args.rs` (shared argument types), `errors.rs`, `repr.rs`; the submodules
-//! `random.rs` (`weft.core.random`) and `fast.rs` (`weft.core.fast`), and
+//! `random.rs` (`weft.core.random`), `fast.rs` (`weft.core.fast`) and
+//! `linalg.rs` (`weft.core.linalg`), and
 //! `io.rs` (`load`, `save_safetensors`).
 
 mod args;
@@ -18,6 +19,7 @@ mod errors;
 mod fast;
 mod indexing;
 mod io;
+mod linalg;
 mod math;
 mod ops;
 mod random;
@@ -41,6 +43,7 @@ fn weft_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     io::register(m)?;
     random::register(m)?;
     fast::register(m)?;
+    linalg::register(m)?;
     transforms::register(m)?;
     Ok(())
 }

@@ -467,6 +467,33 @@ pub fn slice_update(a: &Any<'_>, update: &Any<'_>, start_indices: &Any<'_>, axes
     })
 }
 
+/// The operands of `einsum` as arrays.
+fn einsum_operands(operands: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Vec<Array>> {
+    operands.iter().map(|o| to_array(&o, None)).collect()
+}
+
+/// Einstein summation over `operands` (NumPy's subscripts: letters, `...`,
+/// `,` between operands, an optional `->` output).
+#[pyfunction]
+#[pyo3(signature = (subscripts, *operands, stream = None))]
+pub fn einsum(subscripts: &str, operands: &Bound<'_, pyo3::types::PyTuple>, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || ops::einsum(subscripts, &einsum_operands(operands)?).py().map(PyArray::from))
+}
+
+/// The contraction order `einsum` follows (a list of index tuples) and a
+/// summary of its cost.
+#[pyfunction]
+#[pyo3(signature = (subscripts, *operands))]
+pub fn einsum_path<'py>(
+    py: Python<'py>,
+    subscripts: &str,
+    operands: &Bound<'py, pyo3::types::PyTuple>,
+) -> PyResult<(Vec<Bound<'py, pyo3::types::PyTuple>>, String)> {
+    let (path, info) = ops::einsum_path(subscripts, &einsum_operands(operands)?).py()?;
+    let steps = path.into_iter().map(|p| pyo3::types::PyTuple::new(py, p)).collect::<PyResult<Vec<_>>>()?;
+    Ok((steps, info))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     macro_rules! add {
         ($($f:ident),* $(,)?) => {$( m.add_function(wrap_pyfunction!($f, m)?)?; )*};
@@ -479,5 +506,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add!(reshape, transpose, broadcast_to, concatenate, stack, expand_dims, squeeze, flatten, astype);
     add!(zeros, ones, full, zeros_like, ones_like, arange, eye);
     add!(softmax, logsumexp, cumsum, cumprod, cummax, cummin, logcumsumexp, sort, argsort, topk, take, take_along_axis, slice_update);
+    add!(einsum, einsum_path);
     Ok(())
 }

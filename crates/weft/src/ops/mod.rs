@@ -3,9 +3,11 @@
 //! lazy [`Array`] on the calling thread's current stream. No op computes.
 
 mod creation;
+mod einsum;
 mod elementwise;
 pub mod fast;
 mod indexing;
+pub mod linalg;
 mod logical;
 mod matmul;
 mod overload;
@@ -17,6 +19,7 @@ mod softmax;
 mod sort;
 
 pub use creation::{arange, bartlett, blackman, eye, full, hamming, hanning, linspace, ones, tri, tril, triu, zeros};
+pub use einsum::{einsum, einsum_path};
 pub use elementwise::*;
 pub use matmul::{addmm, inner, matmul, outer};
 pub use reduce::{argmax, argmin, count_nonzero, max, mean, min, prod, std, sum, var};

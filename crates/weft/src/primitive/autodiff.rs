@@ -8,7 +8,7 @@
 //! arm of the exhaustive match in [`Primitive::vjp`].
 
 use super::unary::op;
-use super::{BinaryOp, Primitive, ReduceOp, UnaryOp};
+use super::{BinaryOp, LinalgOp, Primitive, ReduceOp, UnaryOp};
 use crate::ops::fast as fast_ops;
 use crate::ops::{self as o, SliceArg};
 use crate::shape::numel;
@@ -246,6 +246,158 @@ fn binary_vjp(op: BinaryOp, a: &Array, b: &Array, y: &Array, g: &Array, needs: &
     ])
 }
 
+/// The last two axes swapped.
+fn mt(a: &Array) -> Result<Array> {
+    o::swapaxes(a, -1, -2)
+}
+
+/// `(x + x^T) / 2`.
+fn sym(x: &Array) -> Result<Array> {
+    o::multiply(&o::add(x, &mt(x)?)?, &c(0.5, x)?)
+}
+
+/// `[..., p]` as diagonal matrices `[..., p, p]`.
+fn diag_embed(v: &Array) -> Result<Array> {
+    let p = v.shape()[v.ndim() - 1];
+    o::multiply(&o::expand_dims(v, -1isize)?, &o::eye(p, p, 0, v.dtype())?)
+}
+
+/// The first `p` columns (`rows`: rows) of matrices.
+fn leading(x: &Array, p: usize, rows: bool) -> Result<Array> {
+    let nd = x.ndim();
+    let mut args = vec![SliceArg::ALL; nd];
+    args[if rows { nd - 2 } else { nd - 1 }] = SliceArg::range(0, p as isize);
+    o::slice(x, &args)
+}
+
+/// `F[i, j] = 1 / (v[j] - v[i])` off the diagonal, 0 on it (the spectral
+/// gaps of eigh and svd rules).
+fn gaps(v: &Array) -> Result<Array> {
+    let p = v.shape()[v.ndim() - 1];
+    let d = o::subtract(&o::expand_dims(v, -2isize)?, &o::expand_dims(v, -1isize)?)?;
+    o::where_(&o::eye(p, p, 0, Dtype::Bool)?, &c(0.0, v)?, &o::reciprocal(&d)?)
+}
+
+/// The cotangents of a `Linalg` node's inputs; `out` and `g` are packed as
+/// the node's output ([`LinalgOp::pieces`]). Symmetric inputs (cholesky,
+/// eigh) get symmetric cotangents; triangular ones (tri_inv,
+/// solve_triangular) cotangents in the triangle read.
+fn linalg_vjp(op: LinalgOp, inputs: &[Array], out: &Array, g: &Array) -> Result<Vec<Option<Array>>> {
+    use crate::ops::linalg as la;
+    let a = &inputs[0];
+    let nd = a.ndim();
+    let (m, n) = (a.shape()[nd - 2], a.shape()[nd - 1]);
+    let k = inputs.get(1).map_or(0, |b| b.shape()[b.ndim() - 1]);
+    let pieces = op.pieces(m, n, k);
+    let split = |x: &Array| -> Result<Vec<Array>> { if pieces.len() == 1 { Ok(vec![x.clone()]) } else { la::unpack(x, &pieces) } };
+    let (outs, gs) = (split(out)?, split(g)?);
+    let tri = |x: Array, upper: bool| if upper { o::triu(&x, 0) } else { o::tril(&x, 0) };
+    let one = |x: Array| -> Result<Vec<Option<Array>>> { Ok(vec![Some(x)]) };
+    match op {
+        // d(A^-1) = -A^-1 dA A^-1.
+        LinalgOp::Inv | LinalgOp::TriInv { .. } => {
+            let xt = mt(&outs[0])?;
+            let ga = o::negative(&o::matmul(&o::matmul(&xt, &gs[0])?, &xt)?)?;
+            one(match op {
+                LinalgOp::TriInv { upper } => tri(ga, upper)?,
+                _ => ga,
+            })
+        }
+        // x = A^-1 b: gb = A^-T g, gA = -gb x^T.
+        LinalgOp::Solve | LinalgOp::SolveTriangular { .. } => {
+            let transposed = match op {
+                LinalgOp::SolveTriangular { upper } => LinalgOp::SolveTriangular { upper: !upper },
+                other => other,
+            };
+            let gb = Array::from_op(Primitive::Linalg(transposed), vec![mt(a)?, gs[0].clone()], g.shape().to_vec(), g.dtype())?;
+            let ga = o::negative(&o::matmul(&gb, &mt(&outs[0])?)?)?;
+            let ga = match op {
+                LinalgOp::SolveTriangular { upper } => tri(ga, upper)?,
+                _ => ga,
+            };
+            Ok(vec![Some(ga), Some(gb)])
+        }
+        // A = L L^T: gA = sym(L^-T Phi(L^T gL) L^-1), Phi the lower
+        // triangle with its diagonal halved.
+        LinalgOp::Cholesky { upper } => {
+            let (l, gl) = if upper { (mt(&outs[0])?, mt(&gs[0])?) } else { (outs[0].clone(), gs[0].clone()) };
+            let x = o::matmul(&mt(&l)?, &gl)?;
+            let half_diag = o::multiply(&o::multiply(&x, &o::eye(n, n, 0, x.dtype())?)?, &c(0.5, &x)?)?;
+            let phi = o::add(&o::tril(&x, -1)?, &half_diag)?;
+            let li = la::tri_inv(&l, false)?;
+            one(sym(&o::matmul(&o::matmul(&mt(&li)?, &phi)?, &li)?)?)
+        }
+        // A = QR (m >= n): gA = (gQ + Q copyltu(M)) R^-T with
+        // M = R gR^T - gQ^T Q, copyltu(M) = tril(M) + tril(M, -1)^T.
+        LinalgOp::Qr => {
+            if m < n {
+                bail!(InvalidArgument, "the derivative of linalg::qr needs at least as many rows as columns, got {m} x {n}");
+            }
+            let (q, r, gq, gr) = (&outs[0], &outs[1], &gs[0], &gs[1]);
+            let mm = o::subtract(&o::matmul(r, &mt(gr)?)?, &o::matmul(&mt(gq)?, q)?)?;
+            let copyltu = o::add(&o::tril(&mm, 0)?, &mt(&o::tril(&mm, -1)?)?)?;
+            let b = o::add(gq, &o::matmul(q, &copyltu)?)?;
+            one(mt(&la::solve_triangular(r, &mt(&b)?, true)?)?)
+        }
+        // Townsend's rule on the thin factors U_k, S, V_k (k = min(m, n)):
+        // gA = U_k [diag(gS) + (F o (U^T gU - gU^T U)) S + S (F o (V^T gV
+        // - gV^T V))] V_k^T + (I - U U^T) gU S^-1 V^T + U S^-1 gV^T (I - V
+        // V^T), F[i, j] = 1 / (s_j^2 - s_i^2). Columns of the full U and V
+        // past k get no cotangent.
+        LinalgOp::Svd { compute_uv } => {
+            let p = m.min(n);
+            let (u, s, vt) = if compute_uv {
+                (outs[0].clone(), outs[1].clone(), outs[2].clone())
+            } else {
+                let f = la::svd(a, true)?;
+                (f[0].clone(), f[1].clone(), f[2].clone())
+            };
+            let gsv = if compute_uv { &gs[1] } else { &gs[0] };
+            let (uk, vk) = (leading(&u, p, false)?, mt(&leading(&vt, p, true)?)?);
+            let mut inner = diag_embed(gsv)?;
+            let mut ga_extra: Option<Array> = None;
+            if compute_uv {
+                let (gu, gv) = (leading(&gs[0], p, false)?, mt(&leading(&gs[2], p, true)?)?);
+                let f = gaps(&o::multiply(&s, &s)?)?;
+                let j = o::multiply(&f, &o::subtract(&o::matmul(&mt(&uk)?, &gu)?, &o::matmul(&mt(&gu)?, &uk)?)?)?;
+                let kk = o::multiply(&f, &o::subtract(&o::matmul(&mt(&vk)?, &gv)?, &o::matmul(&mt(&gv)?, &vk)?)?)?;
+                inner = o::add(&inner, &o::multiply(&j, &o::expand_dims(&s, -2isize)?)?)?;
+                inner = o::add(&inner, &o::multiply(&o::expand_dims(&s, -1isize)?, &kk)?)?;
+                let s_inv = o::reciprocal(&s)?;
+                if m > p {
+                    let perp = o::subtract(&gu, &o::matmul(&uk, &o::matmul(&mt(&uk)?, &gu)?)?)?;
+                    let t = o::matmul(&o::multiply(&perp, &o::expand_dims(&s_inv, -2isize)?)?, &mt(&vk)?)?;
+                    ga_extra = Some(t);
+                }
+                if n > p {
+                    let perp = o::subtract(&mt(&gv)?, &o::matmul(&o::matmul(&mt(&gv)?, &vk)?, &mt(&vk)?)?)?;
+                    let t = o::matmul(&uk, &o::multiply(&o::expand_dims(&s_inv, -1isize)?, &perp)?)?;
+                    ga_extra = Some(match ga_extra {
+                        Some(e) => o::add(&e, &t)?,
+                        None => t,
+                    });
+                }
+            }
+            let ga = o::matmul(&o::matmul(&uk, &inner)?, &mt(&vk)?)?;
+            one(match ga_extra {
+                Some(e) => o::add(&ga, &e)?,
+                None => ga,
+            })
+        }
+        // A = V diag(w) V^T: gA = sym(V (diag(gw) + F o (V^T gV)) V^T),
+        // F[i, j] = 1 / (w_j - w_i).
+        LinalgOp::Eigh { upper, vectors } => {
+            let (w, v) = if vectors { (outs[0].clone(), outs[1].clone()) } else { la::eigh(a, upper)? };
+            let mut inner = diag_embed(&gs[0])?;
+            if vectors {
+                inner = o::add(&inner, &o::multiply(&gaps(&w)?, &o::matmul(&mt(&v)?, &gs[1])?)?)?;
+            }
+            one(sym(&o::matmul(&o::matmul(&v, &inner)?, &mt(&v)?)?)?)
+        }
+        LinalgOp::Lu => bail!(InvalidArgument, "the derivative of linalg::lu and lu_factor is not implemented (MLX has none)"),
+    }
+}
+
 impl Primitive {
     /// The cotangents of `inputs` given the cotangent `g` of this
     /// primitive's output `out` (the node itself), computed only where
@@ -389,6 +541,7 @@ impl Primitive {
                 }
                 via(|v| sdpa_composed(v, *scale, *causal), inputs, g, &needs)
             }
+            Primitive::Linalg(op) => linalg_vjp(*op, inputs, out, g),
         }
     }
 }

@@ -3,11 +3,13 @@
 //! primitive under the same name in each backend.
 
 pub mod autodiff;
+pub mod linalg;
 pub mod threefry;
 pub mod unary;
 pub mod view;
 pub mod vmap;
 
+pub use linalg::LinalgOp;
 pub use unary::UnaryOp;
 
 use crate::dtype::Dtype;
@@ -161,6 +163,10 @@ primitives! {
     /// S, D]`, v `[B, Hk, S, Dv]` (Hq a multiple of Hk), and optionally an
     /// additive (float) or keep (bool) mask broadcast to `[B, Hq, L, S]`.
     Sdpa { scale: f32, causal: bool },
+    /// A factorization, inverse or solve of the trailing matrices
+    /// (`linalg`); several results are packed into one output row per
+    /// matrix ([`LinalgOp::pieces`]). CPU only: GPU streams run it on the host.
+    Linalg(LinalgOp),
 }
 
 /// The parameters of [`Primitive::Rope`], read by both backends' kernels.

@@ -88,7 +88,8 @@ impl Primitive {
             Primitive::Scan { op, axis, reverse, inclusive } => {
                 node(Primitive::Scan { op: *op, axis: axis + 1, reverse: *reverse, inclusive: *inclusive }, vec![x.clone()])
             }
-            Primitive::Matmul => node(self.clone(), spread(args, n)?),
+            // Batched over leading axes already; operands share their batch.
+            Primitive::Matmul | Primitive::Linalg(_) => node(self.clone(), spread(args, n)?),
             Primitive::Transpose { perm } => {
                 let perm = std::iter::once(0).chain(plus_one(perm)).collect();
                 node(Primitive::Transpose { perm }, vec![x.clone()])

@@ -16,6 +16,7 @@ mod scan;
 mod gather;
 mod gather_axis;
 mod layer_norm;
+mod linalg;
 mod logsumexp;
 mod matmul;
 mod num;
@@ -87,6 +88,7 @@ impl Encoder for CpuEncoder {
             }
             Primitive::Rope(p) => rope::rope(p, &i[0], out)?,
             Primitive::Sdpa { scale, causal } => sdpa::sdpa(*scale, *causal, i, out)?,
+            Primitive::Linalg(op) => linalg::linalg(*op, i, out)?,
             // Views: answered by `backend::run` before any encoder sees them.
             Primitive::Transpose { .. } | Primitive::BroadcastTo | Primitive::Slice { .. } => {
                 return Ok(Ran::NoKernel(inputs))
