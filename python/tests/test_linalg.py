@@ -194,3 +194,10 @@ def test_einsum_errors():
             mx.einsum(bad, a)
     with pytest.raises(ValueError):
         mx.einsum("ii", mx.ones((2, 3)))
+
+
+def test_diag_and_diagonal_match_numpy():
+    x = random((3, 4, 5))
+    check(mx.diagonal(mx.array(x), 1, 0, 2), np.diagonal(x, 1, 0, 2))
+    check(mx.diag(mx.array(x[0]), k=-1), np.diag(x[0], k=-1))
+    check(mx.diag(mx.array(x[0, 0]), 2), np.diag(x[0, 0], 2))

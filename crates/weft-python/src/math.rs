@@ -171,6 +171,20 @@ pub fn triu(x: &Any<'_>, k: isize, stream: Stream) -> PyResult<PyArray> {
     on_stream(&stream, || ops::triu(&to_array(x, None)?, k).py().map(PyArray::from))
 }
 
+/// A vector's square matrix with it on diagonal `k`, or a matrix's diagonal `k`.
+#[pyfunction]
+#[pyo3(signature = (a, /, k = 0, *, stream = None))]
+pub fn diag(a: &Any<'_>, k: isize, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || ops::diag(&to_array(a, None)?, k).py().map(PyArray::from))
+}
+
+/// The diagonal `offset` of the matrices spanned by `axis1` and `axis2` (as the last axis).
+#[pyfunction]
+#[pyo3(signature = (a, offset = 0, axis1 = 0, axis2 = 1, stream = None))]
+pub fn diagonal(a: &Any<'_>, offset: isize, axis1: isize, axis2: isize, stream: Stream) -> PyResult<PyArray> {
+    on_stream(&stream, || ops::diagonal(&to_array(a, None)?, offset, axis1, axis2).py().map(PyArray::from))
+}
+
 /// `[n, m]` ones on and below diagonal `k`, zeros above.
 #[pyfunction]
 #[pyo3(signature = (n, m = None, k = 0, dtype = PyDtype(Dtype::F32), *, stream = None))]
@@ -255,6 +269,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add!(round, logical_not, logical_and, logical_or, logaddexp, sign, reciprocal);
     add!(isnan, isinf, isfinite, isclose, allclose, array_equal, all, any, var, std_dev, clip);
     add!(swapaxes, moveaxis, flip, split, tril, triu, tri, linspace, repeat, tile, pad);
+    add!(diag, diagonal);
     // mlx.core's other names for the same functions.
     for (alias, name) in [
         ("asin", "arcsin"),
