@@ -130,6 +130,7 @@ impl Primitive {
             }
             // Batched indices, batched norm weights, random keys: per example.
             Primitive::Gather { .. }
+            | Primitive::Scatter { .. }
             | Primitive::RmsNorm { .. }
             | Primitive::LayerNorm { .. }
             | Primitive::RandomBits
