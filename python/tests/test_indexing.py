@@ -218,10 +218,10 @@ def test_setitem_semantics():
 
 def test_setitem_errors():
     a = mx.zeros((3, 4))
-    with pytest.raises(NotImplementedError, match="scatter"):
-        a[mx.array([0, 1])] = 1.0
-    with pytest.raises(NotImplementedError):
-        a[[0, 1], 1] = 1.0
+    with pytest.raises(ValueError):
+        a[mx.array([0, 1])] = mx.zeros((3, 4))  # does not broadcast to (2, 4)
+    with pytest.raises(ValueError):
+        a[mx.array([True, False])] = 1.0  # the mask's shape is not a prefix of (3, 4)
     with pytest.raises(ValueError):
         a[0] = mx.zeros((5,))  # does not broadcast
     with pytest.raises(ValueError):
@@ -287,3 +287,103 @@ def test_inplace_operators_update_the_object():
         a += mx.zeros((5,))
     with pytest.raises(TypeError):
         a += "x"
+
+
+# --- scatter: integer-array keys, boolean masks, a.at[...] ---
+
+SCATTER_KEYS = [
+    np.array([0, 2]),
+    np.array([[1], [3]]),
+    (np.array([0, 3, 1]), np.array([4, 0, 2])),
+    (slice(None), np.array([1, 0])),
+    (np.array([2, 0]), slice(1, 4), np.array([5, 1])),
+    (1, np.array([0, -1])),
+    (Ellipsis, np.array([2])),
+]
+
+
+@pytest.mark.parametrize("key", SCATTER_KEYS, ids=str)
+def test_setitem_with_index_arrays_matches_numpy(key):
+    x = random((4, 5, 6))
+    region = x[key]
+    for v in [random(np.shape(region)), -1.5, random(np.shape(region)[-1:])]:
+        want = x.copy()
+        want[key] = v
+        a = mx.array(x)
+        a[tuple(mx.array(k) if isinstance(k, np.ndarray) else k for k in key) if isinstance(key, tuple) else mx.array(key)] = (
+            mx.array(v) if isinstance(v, np.ndarray) else v
+        )
+        same(a, want, key)
+
+
+def test_at_combines_repeated_indices():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(6, 3)).astype(np.float32)
+    idx = np.array([0, 2, 0, 5, 2, 0])
+    v = rng.normal(size=(6, 3)).astype(np.float32)
+    a, i, u = mx.array(x), mx.array(idx), mx.array(v)
+    for method, ufunc in [("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply),
+                          ("maximum", np.maximum), ("minimum", np.minimum)]:
+        want = x.copy()
+        ufunc.at(want, idx, v)
+        got = getattr(a.at[i], method)(u)
+        np.testing.assert_allclose(np.array(got), want, rtol=1e-5, atol=1e-6, err_msg=method)
+    want = x.copy()
+    np.divide.at(want, idx, v)
+    np.testing.assert_allclose(np.array(a.at[i].divide(u)), want, rtol=1e-4)
+    # a.at[...] returns a new array; `a` is unchanged.
+    assert np.array_equal(np.array(a), x)
+    # Scalars, slices and ints in the key.
+    want = x.copy()
+    np.add.at(want, (slice(1, 4), 1), 10.0)
+    same(a.at[1:4, 1].add(10.0), want)
+
+
+def test_setitem_with_boolean_masks_matches_numpy():
+    x = random((4, 3))
+    m = np.array([[True, False, True], [False, False, True], [True, True, False], [False, False, False]])
+    for v in [7.0, random((int(m.sum()),))]:
+        want = x.copy()
+        want[m] = v
+        a = mx.array(x)
+        a[mx.array(m)] = mx.array(v) if isinstance(v, np.ndarray) else v
+        same(a, want)
+    # A mask over the leading axis selects rows; a row value broadcasts.
+    rows = np.array([True, False, True, False])
+    want = x.copy()
+    want[rows] = np.array([1.0, 2.0, 3.0])
+    a = mx.array(x)
+    a[mx.array(rows)] = mx.array([1.0, 2.0, 3.0])
+    same(a, want)
+    a = mx.array(x)
+    a[True] = 0.0
+    assert a.tolist() == [[0.0] * 3] * 4
+
+
+def test_put_along_axis_matches_numpy():
+    x = random((3, 5))
+    idx = np.array([[4], [0], [2]])
+    want = x.copy()
+    np.put_along_axis(want, idx, -3.0, axis=1)
+    same(mx.put_along_axis(mx.array(x), mx.array(idx), -3.0, axis=1), want)
+
+
+def test_scatter_gradients_and_out_of_range():
+    x = mx.array([1.0, 2.0, 3.0, 4.0])
+    i = mx.array([1, 3])
+
+    def f(x):
+        return (x.at[i].add(mx.array([5.0, 6.0])) * mx.array([1.0, 2.0, 3.0, 4.0])).sum()
+
+    assert mx.grad(f)(x).tolist() == [1.0, 2.0, 3.0, 4.0]
+
+    def g(x):
+        y = mx.zeros((4,))
+        y[i] = x[:2] * 2
+        return y.sum()
+
+    assert mx.grad(g)(x).tolist() == [2.0, 2.0, 0.0, 0.0]
+    # An index out of range fails when the array is read, with a clear error.
+    bad = x.at[mx.array([7])].add(1.0)
+    with pytest.raises(Exception, match="out of bounds"):
+        bad.tolist()

@@ -229,3 +229,92 @@ def test_array_methods():
     check(a.cumsum(axis=0), np.cumsum(x.astype(np.float64), axis=0), rtol=1e-5, atol=1e-5)
     check(a.cumsum(), np.cumsum(x.astype(np.float64)), rtol=1e-5, atol=1e-5)
     check(a.cumsum(1, reverse=True), np.flip(np.cumsum(np.flip(x, 1), axis=1), 1), rtol=1e-5, atol=1e-5)
+
+
+# --- dtype queries, bitwise ops, and the composed ops bound in layout.rs ---
+
+
+def test_dtype_queries_match_numpy():
+    for d, n in [(mx.float32, np.float32), (mx.float16, np.float16), (mx.float64, np.float64)]:
+        f, g = mx.finfo(d), np.finfo(n)
+        assert (f.min, f.max, f.eps, f.bits, f.dtype) == (g.min, g.max, g.eps, g.bits, d)
+        assert f.smallest_normal == float(g.smallest_normal)
+    assert mx.finfo(mx.bfloat16).smallest_normal == 2.0**-126
+    for d, n in [(mx.int8, np.int8), (mx.uint16, np.uint16), (mx.int64, np.int64), (mx.uint64, np.uint64)]:
+        assert (mx.iinfo(d).min, mx.iinfo(d).max) == (np.iinfo(n).min, np.iinfo(n).max)
+    with pytest.raises(ValueError):
+        mx.finfo(mx.int32)
+    with pytest.raises(ValueError):
+        mx.iinfo(mx.float32)
+    assert mx.issubdtype(mx.float16, mx.floating) and mx.issubdtype(mx.floating, mx.number)
+    assert mx.issubdtype(mx.uint8, mx.integer) and not mx.issubdtype(mx.uint8, mx.signedinteger)
+    assert not mx.issubdtype(mx.bool_, mx.number) and mx.issubdtype(mx.bool_, mx.generic)
+    assert mx.result_type(mx.int8, mx.array([1], dtype=mx.uint8)) == mx.int16
+    assert mx.can_cast(mx.uint8, mx.int16) and not mx.can_cast(mx.float32, mx.float16)
+    assert mx.isdtype(mx.int16, ("bool", "integral")) and not mx.isdtype(mx.bool_, "numeric")
+    with pytest.raises(ValueError):
+        mx.isdtype(mx.int32, "no such kind")
+
+
+def test_bitwise_ops_match_numpy():
+    rng = np.random.default_rng(3)
+    for dt in [np.int8, np.uint8, np.int32, np.uint32, np.int64]:
+        a = rng.integers(-50 if np.issubdtype(dt, np.signedinteger) else 0, 100, size=(3, 4)).astype(dt)
+        b = rng.integers(0, 7, size=(4,)).astype(dt)
+        x, y = mx.array(a), mx.array(b)
+        for got, want in [(x & y, a & b), (x | y, a | b), (x ^ y, a ^ b), (x << y, a << b), (x >> y, a >> b),
+                          (~x, ~a), (mx.bitwise_and(x, 3), a & dt(3)), (mx.right_shift(x, 1), a >> dt(1))]:
+            assert np.array(got).dtype == want.dtype
+            assert np.array_equal(np.array(got), want)
+    t = mx.array([True, False])
+    assert (t & True).tolist() == [True, False] and (~t).tolist() == [False, True]
+    with pytest.raises(ValueError):
+        mx.array([1.0]) & mx.array([1.0])
+
+
+def test_composed_ops_match_numpy():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(3, 4)).astype(np.float32)
+    a = mx.array(x)
+    np.testing.assert_allclose(np.array(mx.median(a, axis=1)), np.median(x, axis=1), rtol=1e-6)
+    np.testing.assert_allclose(np.array(mx.median(a)), np.median(x), rtol=1e-6)
+    s = np.sort(rng.normal(size=8)).astype(np.float32)
+    v = rng.normal(size=(2, 3)).astype(np.float32)
+    for side in ["left", "right"]:
+        assert np.array_equal(np.array(mx.searchsorted(mx.array(s), mx.array(v), side=side)), np.searchsorted(s, v, side=side))
+    p = np.array(mx.partition(a, 2, axis=1))
+    assert np.array_equal(np.sort(p, axis=1), np.sort(x, axis=1)) and np.all(p[:, 2] == np.sort(x, axis=1)[:, 2])
+    y = rng.normal(size=(4, 5)).astype(np.float32)
+    np.testing.assert_allclose(np.array(mx.tensordot(a, mx.array(y), axes=1)), np.tensordot(x, y, axes=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.array(mx.diff(a, n=2, axis=1)), np.diff(x, n=2, axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.array(mx.kron(a, a[:2, :2])), np.kron(x, x[:2, :2]), rtol=1e-6)
+    np.testing.assert_allclose(np.array(mx.trace(a, offset=1)), np.trace(x, offset=1), rtol=1e-6)
+    assert np.array_equal(np.array(mx.roll(a, 2, 1)), np.roll(x, 2, 1))
+    assert [t.shape for t in mx.meshgrid(mx.arange(3), mx.arange(4))] == [(4, 3), (4, 3)]
+    assert mx.broadcast_shapes((2, 1), (3,)) == (2, 3)
+    assert mx.atleast_2d(mx.array(1.0)).shape == (1, 1) and len(mx.atleast_1d(mx.array(1), mx.array(2))) == 2
+    q, r = mx.divmod(mx.array([7, -7]), mx.array([2, 2]))
+    assert q.tolist() == [3, -4] and r.tolist() == [1, 1]
+    from math import erf
+
+    e = np.array(mx.erfinv(mx.array([-0.9, 0.0, 0.5, 0.999])))
+    np.testing.assert_allclose([erf(float(t)) for t in e], [-0.9, 0.0, 0.5, 0.999], rtol=1e-5, atol=1e-6)
+    h = np.array(mx.hadamard_transform(mx.eye(4)))
+    np.testing.assert_allclose(h @ h.T, np.eye(4), atol=1e-6)
+
+
+def test_new_random_distributions():
+    k = mx.random.key(1)
+    g = mx.random.gumbel(shape=(20000,), key=k)
+    assert abs(float(mx.mean(g)) - 0.5772) < 0.05
+    l1 = mx.random.laplace(shape=(4,), loc=1.0, scale=2.0, key=k)
+    l0 = mx.random.laplace(shape=(4,), key=k)
+    np.testing.assert_allclose(np.array(l1), 1.0 + 2.0 * np.array(l0), rtol=1e-5)
+    t = mx.random.truncated_normal(-0.5, 1.5, shape=(5000,), key=k)
+    assert float(t.min()) >= -0.5 and float(t.max()) <= 1.5
+    p = mx.random.permutation(50, key=k)
+    assert sorted(p.tolist()) == list(range(50))
+    rows = mx.random.permutation(mx.arange(12).reshape(4, 3), axis=0, key=k)
+    assert sorted(map(tuple, rows.tolist())) == [tuple(r) for r in np.arange(12).reshape(4, 3).tolist()]
+    assert mx.random.uniform(2.0, 2.0, shape=(3,)).tolist() == [2.0, 2.0, 2.0]
+    assert mx.random.normal(dtype=None).dtype == mx.float32

@@ -61,19 +61,6 @@ fn binop(
     Ok(PyArray::from(f(&x, &y).py()?).into_pyobject(py)?.into_any().unbind())
 }
 
-/// `&` and `|` are logical ops on bool arrays (and Python bools); anything
-/// else is a TypeError until weft has bitwise ops.
-fn bool_only(a: &Bound<'_, PyArray>, b: &Bound<'_, PyAny>, op: &str) -> PyResult<()> {
-    let other_is_bool = match b.cast::<PyArray>() {
-        Ok(x) => x.get().array().dtype() == Dtype::Bool,
-        Err(_) => b.is_instance_of::<pyo3::types::PyBool>(),
-    };
-    if a.get().array().dtype() != Dtype::Bool || !other_is_bool {
-        return Err(PyTypeError::new_err(format!("{op} is supported between bool arrays only (weft has no bitwise ops yet)")));
-    }
-    Ok(())
-}
-
 /// `a op= b`: `a` now refers to `f(a, b)`. `b` is converted before the
 /// update (converting may read other arrays, this one included).
 fn inplace(a: &Bound<'_, PyArray>, b: &Bound<'_, PyAny>, f: fn(&Array, &Array) -> weft::Result<Array>) -> PyResult<()> {
@@ -159,29 +146,54 @@ impl PyArray {
     fn __imod__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
         inplace(slf, other, ops::remainder)
     }
-    // `&`, `|`, `~`: logical on bool arrays; weft has no bitwise integer ops yet.
+    // `&`, `|`, `^`, `~`, `<<`, `>>`: bitwise on integers, logical on bool.
     fn __and__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        bool_only(slf, other, "&")?;
-        binop(slf.as_any(), other, ops::logical_and)
+        binop(slf.as_any(), other, ops::bitwise_and)
     }
     fn __rand__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        bool_only(slf, other, "&")?;
-        binop(other, slf.as_any(), ops::logical_and)
+        binop(other, slf.as_any(), ops::bitwise_and)
+    }
+    fn __iand__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::bitwise_and)
     }
     fn __or__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        bool_only(slf, other, "|")?;
-        binop(slf.as_any(), other, ops::logical_or)
+        binop(slf.as_any(), other, ops::bitwise_or)
     }
     fn __ror__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        bool_only(slf, other, "|")?;
-        binop(other, slf.as_any(), ops::logical_or)
+        binop(other, slf.as_any(), ops::bitwise_or)
+    }
+    fn __ior__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::bitwise_or)
+    }
+    fn __xor__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(slf.as_any(), other, ops::bitwise_xor)
+    }
+    fn __rxor__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(other, slf.as_any(), ops::bitwise_xor)
+    }
+    fn __ixor__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::bitwise_xor)
+    }
+    fn __lshift__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(slf.as_any(), other, ops::left_shift)
+    }
+    fn __rlshift__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(other, slf.as_any(), ops::left_shift)
+    }
+    fn __ilshift__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::left_shift)
+    }
+    fn __rshift__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(slf.as_any(), other, ops::right_shift)
+    }
+    fn __rrshift__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(other, slf.as_any(), ops::right_shift)
+    }
+    fn __irshift__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, other, ops::right_shift)
     }
     fn __invert__(&self) -> PyResult<PyArray> {
-        let a = self.array();
-        if a.dtype() != Dtype::Bool {
-            return Err(PyTypeError::new_err(format!("~ is supported on bool arrays only (weft has no bitwise ops yet), got {}", a.dtype())));
-        }
-        ops::logical_not(&a).py().map(PyArray::from)
+        ops::bitwise_invert(&self.array()).py().map(PyArray::from)
     }
     fn __pos__(&self) -> PyArray {
         PyArray::from(self.array())
@@ -462,6 +474,13 @@ impl PyArray {
     /// `a` before keep the old values.
     fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         crate::indexing::set_item(self, key, value)
+    }
+
+    /// `a.at[key].add(v)` (`subtract`, `multiply`, `divide`, `maximum`,
+    /// `minimum`, `set`): indexed updates where repeated indices combine.
+    #[getter]
+    fn at(&self) -> crate::indexing::ArrayAt {
+        crate::indexing::ArrayAt { array: self.array() }
     }
 
     fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {

@@ -6,18 +6,25 @@
 //! and gather; their axes go where the first of them was when they are
 //! adjacent in the key, first otherwise. Boolean masks raise, as in MLX.
 //!
-//! Writing (`__setitem__`) takes ints, slices, `None` and `...`: the object
-//! then refers to a `slice_update` of the array it referred to.
+//! Writing (`__setitem__`) takes the same keys and boolean masks: the object
+//! then refers to a new array. Ints, slices, `None` and `...` alone give a
+//! `slice_update`; index arrays a `scatter` at the flat positions that the
+//! same key reads from `positions(a)` (so reads and writes agree on every
+//! key); a mask over leading axes a `where` (or, for a value with one entry
+//! per selected element, NumPy's masked assignment in order).
+//! `a.at[key].add(v)` (and `subtract`, `multiply`, `divide`, `maximum`,
+//! `minimum`, assignment with `set`) combine with a scatter the same way.
 
 use crate::array::PyArray;
 use crate::convert::{read, to_array, with_dtype, Scalar};
 use crate::errors::OpResult;
-use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyEllipsis, PyList, PyNone, PySlice, PyTuple};
 use weft::dtype::Element;
 use weft::ops::{self, SliceArg};
 use weft::shape::broadcast_shapes;
+use weft::primitive::ReduceOp;
 use weft::{Array, Dtype};
 
 enum Index {
@@ -353,12 +360,12 @@ pub fn set_item(target: &PyArray, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAn
 
 fn set_item_unguarded(target: &PyArray, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
     let a = target.array();
+    if let Some(mask) = bool_mask(key)? {
+        return target.update(|cur| masked_assign(cur, &mask, value));
+    }
     let items = parse_key(key)?;
     if items.iter().any(|i| matches!(i, Index::Array { .. })) {
-        return Err(PyNotImplementedError::new_err(
-            "assigning through integer array indices (a[idx] = v) needs a scatter, which weft does not have yet; \
-             index with ints and slices, or build the result with weft.core.where",
-        ));
+        return target.update(|cur| scatter_at(cur, key, value, None));
     }
     let items = expand(items, a.ndim())?;
     // Each axis's slice, and the shape `a[key]` would have.
@@ -418,4 +425,152 @@ fn set_item_unguarded(target: &PyArray, key: &Bound<'_, PyAny>, value: &Bound<'_
     }
     let update = ops::reshape(&v, &update_shape).py()?;
     target.update(|cur| ops::slice_update(cur, &update, &slices).py())
+}
+
+/// `value` as an array for writing into `a` (a Python scalar takes `a`'s
+/// dtype, as MLX's weak scalars), with the leading size-1 axes NumPy drops
+/// when it has more axes than `shape`, checked to broadcast to `shape`.
+fn value_for(a: &Array, value: &Bound<'_, PyAny>, shape: &[usize]) -> PyResult<Array> {
+    let v = match Scalar::extract(value)? {
+        Some(s) => s.to_array(s.weak_dtype(a.dtype())),
+        None => to_array(value, None)?,
+    };
+    let mut vshape = v.shape().to_vec();
+    while vshape.len() > shape.len() && vshape[0] == 1 {
+        vshape.remove(0);
+    }
+    if vshape.len() > shape.len() || broadcast_shapes(&vshape, shape).map_or(true, |s| s != shape) {
+        return Err(PyValueError::new_err(format!(
+            "cannot broadcast a value of shape {:?} to the indexed shape {shape:?}",
+            v.shape()
+        )));
+    }
+    let dims: Vec<isize> = vshape.iter().map(|&d| d as isize).collect();
+    ops::reshape(&v, &dims).py()
+}
+
+/// `a` with the elements `a[key]` reads replaced by `value` (`reduce` None)
+/// or combined with it: a scatter at `positions(a)[key]`.
+pub fn scatter_at(a: &Array, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, reduce: Option<ReduceOp>) -> PyResult<Array> {
+    let at = get_item_unguarded(&ops::positions(a).py()?, key)?;
+    let v = value_for(a, value, at.shape())?;
+    ops::scatter(a, &at, &v, reduce).py()
+}
+
+/// The key as a boolean mask: a Python bool, or a bool array (weft, NumPy,
+/// or a list of bools); None for every other key.
+fn bool_mask(key: &Bound<'_, PyAny>) -> PyResult<Option<Array>> {
+    if key.is_instance_of::<PyBool>() {
+        return Ok(Some(Array::scalar(key.extract::<bool>()?)));
+    }
+    let candidate = key.is_instance_of::<PyArray>() || key.is_instance_of::<PyList>() || key.hasattr("__array_interface__")?;
+    if !candidate {
+        return Ok(None);
+    }
+    let m = to_array(key, None)?;
+    Ok((m.dtype() == Dtype::Bool).then_some(m))
+}
+
+/// `a[mask] = value`: the mask covers `a`'s leading axes (its shape is a
+/// prefix of `a`'s). A value that broadcasts to one selected element (or
+/// row of trailing axes) is written at every selected place; otherwise the
+/// value's elements fill the selected places in order, as NumPy's.
+fn masked_assign(a: &Array, mask: &Array, value: &Bound<'_, PyAny>) -> PyResult<Array> {
+    let k = mask.ndim();
+    if k > a.ndim() || mask.shape() != &a.shape()[..k] {
+        return Err(PyValueError::new_err(format!(
+            "boolean mask of shape {:?} does not match the leading axes of an array of shape {:?}",
+            mask.shape(),
+            a.shape()
+        )));
+    }
+    let mut full: Vec<isize> = mask.shape().iter().map(|&d| d as isize).collect();
+    full.extend(std::iter::repeat_n(1, a.ndim() - k));
+    let m = ops::broadcast_to(&ops::reshape(mask, &full).py()?, a.shape()).py()?;
+    let row = &a.shape()[k..];
+    if let Ok(v) = value_for(a, value, row) {
+        return ops::where_(&m, &v, a).py();
+    }
+    let v = match Scalar::extract(value)? {
+        Some(s) => s.to_array(s.weak_dtype(a.dtype())),
+        None => ops::astype(&to_array(value, None)?, a.dtype()).py()?,
+    };
+    // Selected place i (in order) takes the value's element i.
+    let flat_m = ops::reshape(&m, &[-1]).py()?;
+    let rank = ops::cumsum(&ops::astype(&flat_m, Dtype::I64).py()?, Some(0), false, true).py()?;
+    let rank = ops::maximum(&ops::subtract(&rank, &Array::scalar(1i64)).py()?, &Array::scalar(0i64)).py()?;
+    let vals = if v.size() == 0 {
+        ops::zeros(&[a.size()], a.dtype()).py()?
+    } else {
+        let last = Array::scalar((v.size() - 1) as i64);
+        ops::take(&ops::reshape(&v, &[-1]).py()?, &ops::minimum(&rank, &last).py()?, Some(0)).py()?
+    };
+    let shape: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
+    ops::where_(&m, &ops::reshape(&vals, &shape).py()?, a).py()
+}
+
+/// `a.at`: `a.at[key].add(v)` and the other combining updates.
+#[pyclass(name = "ArrayAt", module = "weft.core", frozen)]
+pub struct ArrayAt {
+    pub(crate) array: Array,
+}
+
+#[pymethods]
+impl ArrayAt {
+    fn __getitem__(&self, key: Bound<'_, PyAny>) -> ArrayAtItem {
+        ArrayAtItem { array: self.array.clone(), key: key.unbind() }
+    }
+}
+
+/// `a.at[key]`: each method returns a new array with the elements `a[key]`
+/// reads combined with `value` (repeated indices combine every update,
+/// unlike `a[key] += v`).
+#[pyclass(name = "ArrayAtItem", module = "weft.core", frozen)]
+pub struct ArrayAtItem {
+    array: Array,
+    key: Py<PyAny>,
+}
+
+impl ArrayAtItem {
+    fn apply(&self, py: Python<'_>, value: &Bound<'_, PyAny>, reduce: Option<ReduceOp>) -> PyResult<PyArray> {
+        crate::errors::no_panic(|| scatter_at(&self.array, self.key.bind(py), value, reduce).map(PyArray::from))
+    }
+
+    /// The value as an array of the updated array's dtype (`-v`, `1/v`).
+    fn value(&self, value: &Bound<'_, PyAny>) -> PyResult<Array> {
+        let v = match Scalar::extract(value)? {
+            Some(s) => s.to_array(s.weak_dtype(self.array.dtype())),
+            None => to_array(value, None)?,
+        };
+        ops::astype(&v, self.array.dtype()).py()
+    }
+}
+
+#[pymethods]
+impl ArrayAtItem {
+    /// Assigns `value` (as `a[key] = value`, but returning the new array).
+    fn set(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        self.apply(py, value, None)
+    }
+    fn add(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        self.apply(py, value, Some(ReduceOp::Sum))
+    }
+    fn subtract(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        let neg = PyArray::from(ops::negative(&self.value(value)?).py()?);
+        self.apply(py, &Bound::new(py, neg)?.into_any(), Some(ReduceOp::Sum))
+    }
+    fn multiply(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        self.apply(py, value, Some(ReduceOp::Prod))
+    }
+    fn divide(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        let v = self.value(value)?;
+        let inv = PyArray::from(ops::divide(&ops::astype(&Array::scalar(1.0f64), v.dtype()).py()?, &v).py()?);
+        self.apply(py, &Bound::new(py, inv)?.into_any(), Some(ReduceOp::Prod))
+    }
+    fn maximum(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        self.apply(py, value, Some(ReduceOp::Max))
+    }
+    fn minimum(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        self.apply(py, value, Some(ReduceOp::Min))
+    }
 }

@@ -3,7 +3,8 @@
 //! or copies array data.
 //!
 //! Layout: `array.rs` (the array class), `ops.rs` (module-level ops),
-//! `indexing.rs`, `convert.rs` (Python values <-> arrays), `device.rs`
+//! `math.rs` and `layout.rs` (the rest of mlx.core's functions),
+//! `indexing.rs` (reads, writes, `a.at[...]`), `convert.rs` (Python values <-> arrays), `device.rs`
 //! (devices and streams), `runtime.rs` (eval, memory), `dtype.rs`,
 //! `args.rs` (shared argument types), `errors.rs`, `repr.rs`; the submodules
 //! `random.rs` (`weft.core.random`), `fast.rs` (`weft.core.fast`) and
@@ -20,6 +21,7 @@ mod fast;
 mod indexing;
 mod io;
 mod linalg;
+mod layout;
 mod math;
 mod ops;
 mod random;
@@ -35,10 +37,13 @@ fn weft_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<array::PyArray>()?;
     m.add_class::<array::ArrayIterator>()?;
+    m.add_class::<indexing::ArrayAt>()?;
+    m.add_class::<indexing::ArrayAtItem>()?;
     dtype::register(m)?;
     device::register(m)?;
     ops::register(m)?;
     math::register(m)?;
+    layout::register(m)?;
     runtime::register(m)?;
     io::register(m)?;
     random::register(m)?;

@@ -281,6 +281,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("concat", "concatenate"),
         ("permute_dims", "transpose"),
         ("pow", "power"),
+        ("empty_like", "zeros_like"),
     ] {
         m.add(alias, m.getattr(name)?)?;
     }

@@ -246,21 +246,23 @@ pub fn full(shape: Shape, vals: &Any<'_>, dtype: Option<PyDtype>, stream: Stream
     })
 }
 
+/// An array of `a`'s shape (and dtype, unless `dtype` is given) filled with 0.
 #[pyfunction]
-#[pyo3(signature = (a, /, *, stream = None))]
-pub fn zeros_like(a: &Any<'_>, stream: Stream) -> PyResult<PyArray> {
+#[pyo3(signature = (a, /, dtype = None, *, stream = None))]
+pub fn zeros_like(a: &Any<'_>, dtype: Option<PyDtype>, stream: Stream) -> PyResult<PyArray> {
     on_stream(&stream, || {
         let a = to_array(a, None)?;
-        filled(a.shape(), Scalar::Int(0), a.dtype()).map(PyArray::from)
+        filled(a.shape(), Scalar::Int(0), dtype.map_or(a.dtype(), |d| d.0)).map(PyArray::from)
     })
 }
 
+/// An array of `a`'s shape (and dtype, unless `dtype` is given) filled with 1.
 #[pyfunction]
-#[pyo3(signature = (a, /, *, stream = None))]
-pub fn ones_like(a: &Any<'_>, stream: Stream) -> PyResult<PyArray> {
+#[pyo3(signature = (a, /, dtype = None, *, stream = None))]
+pub fn ones_like(a: &Any<'_>, dtype: Option<PyDtype>, stream: Stream) -> PyResult<PyArray> {
     on_stream(&stream, || {
         let a = to_array(a, None)?;
-        filled(a.shape(), Scalar::Int(1), a.dtype()).map(PyArray::from)
+        filled(a.shape(), Scalar::Int(1), dtype.map_or(a.dtype(), |d| d.0)).map(PyArray::from)
     })
 }
 

@@ -96,21 +96,25 @@ fn bits(shape: Shape, width: usize, key: Option<&Any<'_>>, stream: Stream) -> Py
 /// Uniform samples in `[low, high)`; `low` and `high` may be arrays that
 /// broadcast to `shape`.
 #[pyfunction]
-#[pyo3(signature = (low = None, high = None, shape = Shape(vec![]), dtype = PyDtype(Dtype::F32), key = None, *, stream = None))]
+#[pyo3(signature = (low = None, high = None, shape = Shape(vec![]), dtype = Some(PyDtype(Dtype::F32)), key = None, *, stream = None))]
 fn uniform(
     low: Option<&Any<'_>>,
     high: Option<&Any<'_>>,
     shape: Shape,
-    dtype: PyDtype,
+    dtype: Option<PyDtype>,
     key: Option<&Any<'_>>,
     stream: Stream,
 ) -> PyResult<PyArray> {
     let low = low.map(|l| param(l, "uniform: low")).transpose()?.unwrap_or(Param::Number(0.0));
     let high = high.map(|h| param(h, "uniform: high")).transpose()?.unwrap_or(Param::Number(1.0));
     let key = key_of(key)?;
-    let (shape, dtype) = (shape.dims()?, dtype.0);
+    let (shape, dtype) = (shape.dims()?, float_or_default(dtype));
     on_stream(&stream, || {
         if let (Param::Number(l), Param::Number(h)) = (&low, &high) {
+            // MLX gives `low` for an empty range.
+            if l == h && l.is_finite() {
+                return ops::broadcast_to(&Scalar::Float(*l).to_array(dtype), &shape).py().map(PyArray::from);
+            }
             return random::uniform(*l, *h, &shape, dtype, key.as_ref()).py().map(PyArray::from);
         }
         if !dtype.is_float() {
@@ -129,10 +133,10 @@ fn uniform(
 /// Normal samples with mean `loc` and standard deviation `scale` (numbers,
 /// or arrays that broadcast to `shape`).
 #[pyfunction]
-#[pyo3(signature = (shape = Shape(vec![]), dtype = PyDtype(Dtype::F32), loc = None, scale = None, key = None, *, stream = None))]
+#[pyo3(signature = (shape = Shape(vec![]), dtype = Some(PyDtype(Dtype::F32)), loc = None, scale = None, key = None, *, stream = None))]
 fn normal(
     shape: Shape,
-    dtype: PyDtype,
+    dtype: Option<PyDtype>,
     loc: Option<&Any<'_>>,
     scale: Option<&Any<'_>>,
     key: Option<&Any<'_>>,
@@ -141,7 +145,7 @@ fn normal(
     let loc = loc.map(|l| param(l, "normal: loc")).transpose()?.unwrap_or(Param::Number(0.0));
     let scale = scale.map(|s| param(s, "normal: scale")).transpose()?.unwrap_or(Param::Number(1.0));
     let key = key_of(key)?;
-    let (shape, dtype) = (shape.dims()?, dtype.0);
+    let (shape, dtype) = (shape.dims()?, float_or_default(dtype));
     on_stream(&stream, || {
         if let (Param::Number(l), Param::Number(s)) = (&loc, &scale) {
             return random::normal(&shape, dtype, *l, *s, key.as_ref()).py().map(PyArray::from);
@@ -252,6 +256,124 @@ fn categorical(
 }
 
 /// The permutation of `ndim` axes that moves axis `ax` to the end.
+/// `dtype=None` means float32, as in mlx.core.random.
+fn float_or_default(dtype: Option<PyDtype>) -> Dtype {
+    dtype.map_or(Dtype::F32, |d| d.0)
+}
+
+/// Uniform samples in the open interval `(0, 1)` in float32 (at least), so
+/// that logs of them and of `1 - u` are finite.
+fn open_unit(shape: &[usize], dtype: Dtype, key: Option<&Array>) -> PyResult<Array> {
+    let wide = Dtype::promote(dtype, Dtype::F32);
+    let tiny = f64::from(f32::MIN_POSITIVE);
+    random::uniform(tiny, 1.0, shape, wide, key).py()
+}
+
+/// Gumbel samples: `-log(-log(u))`.
+#[pyfunction]
+#[pyo3(signature = (shape = Shape(vec![]), dtype = Some(PyDtype(Dtype::F32)), key = None, stream = None))]
+fn gumbel(shape: Shape, dtype: Option<PyDtype>, key: Option<&Any<'_>>, stream: Stream) -> PyResult<PyArray> {
+    let key = key_of(key)?;
+    let (shape, dtype) = (shape.dims()?, float_or_default(dtype));
+    if !dtype.is_float() {
+        return Err(PyValueError::new_err(format!("gumbel needs a float dtype, got {dtype}")));
+    }
+    on_stream(&stream, || {
+        let u = open_unit(&shape, dtype, key.as_ref())?;
+        let g = ops::negative(&ops::log(&ops::negative(&ops::log(&u).py()?).py()?).py()?).py()?;
+        ops::astype(&g, dtype).py().map(PyArray::from)
+    })
+}
+
+/// Laplace samples with location `loc` and scale `scale`: the inverse CDF
+/// `loc - scale * sign(v) * log(1 - |v|)` of `v` uniform in `(-1, 1)`.
+#[pyfunction]
+#[pyo3(signature = (shape = Shape(vec![]), dtype = Some(PyDtype(Dtype::F32)), loc = 0.0, scale = 1.0, key = None, stream = None))]
+fn laplace(shape: Shape, dtype: Option<PyDtype>, loc: f64, scale: f64, key: Option<&Any<'_>>, stream: Stream) -> PyResult<PyArray> {
+    let key = key_of(key)?;
+    let (shape, dtype) = (shape.dims()?, float_or_default(dtype));
+    if !dtype.is_float() {
+        return Err(PyValueError::new_err(format!("laplace needs a float dtype, got {dtype}")));
+    }
+    on_stream(&stream, || {
+        let u = open_unit(&shape, dtype, key.as_ref())?;
+        let wide = u.dtype();
+        let c = |v: f64| Scalar::Float(v).to_array(wide);
+        let v = ops::subtract(&ops::multiply(&u, &c(2.0)).py()?, &c(1.0)).py()?;
+        let tail = ops::log1p(&ops::negative(&ops::abs(&v).py()?).py()?).py()?;
+        let x = ops::subtract(&c(loc), &ops::multiply(&c(scale), &ops::multiply(&ops::sign(&v).py()?, &tail).py()?).py()?).py()?;
+        ops::astype(&x, dtype).py().map(PyArray::from)
+    })
+}
+
+/// Normal samples restricted to `[lower, upper]` (numbers or arrays that
+/// broadcast together, and to `shape` when given): the inverse normal CDF
+/// of a uniform draw between the CDF at the bounds.
+#[pyfunction]
+#[pyo3(signature = (lower, upper, shape = None, dtype = Some(PyDtype(Dtype::F32)), key = None, stream = None))]
+fn truncated_normal(
+    lower: &Any<'_>,
+    upper: &Any<'_>,
+    shape: Option<Shape>,
+    dtype: Option<PyDtype>,
+    key: Option<&Any<'_>>,
+    stream: Stream,
+) -> PyResult<PyArray> {
+    let dtype = float_or_default(dtype);
+    if !dtype.is_float() {
+        return Err(PyValueError::new_err(format!("truncated_normal needs a float dtype, got {dtype}")));
+    }
+    let wide = Dtype::promote(dtype, Dtype::F32);
+    let lo = param(lower, "truncated_normal: lower")?.array(wide)?;
+    let hi = param(upper, "truncated_normal: upper")?.array(wide)?;
+    let key = key_of(key)?;
+    let shape = match shape {
+        Some(s) => {
+            let s = s.dims()?;
+            check_fits("truncated_normal", &s, &[lo.shape(), hi.shape()])?;
+            s
+        }
+        None => broadcast_shapes(lo.shape(), hi.shape()).py()?,
+    };
+    on_stream(&stream, || {
+        let c = |v: f64| Scalar::Float(v).to_array(wide);
+        // Phi(x) = (1 + erf(x / sqrt 2)) / 2, in erf's terms: draw erf(z / sqrt 2) between the bounds'.
+        let e = |b: &Array| ops::erf(&ops::multiply(b, &c(std::f64::consts::FRAC_1_SQRT_2)).py()?).py();
+        let (el, eh) = (e(&lo)?, e(&hi)?);
+        let u = random::uniform(0.0, 1.0, &shape, wide, key.as_ref()).py()?;
+        let t = ops::add(&el, &ops::multiply(&ops::subtract(&eh, &el).py()?, &u).py()?).py()?;
+        // Keep erfinv's argument inside (-1, 1).
+        let lim = c(1.0 - f64::from(f32::EPSILON));
+        let t = ops::clip(&t, Some(&ops::negative(&lim).py()?), Some(&lim)).py()?;
+        let z = ops::multiply(&ops::erfinv(&t).py()?, &c(std::f64::consts::SQRT_2)).py()?;
+        let z = ops::clip(&z, Some(&lo), Some(&hi)).py()?;
+        ops::astype(&ops::broadcast_to(&z, &shape).py()?, dtype).py().map(PyArray::from)
+    })
+}
+
+/// A random permutation of `arange(x)` (an int), or of `x` along `axis`.
+#[pyfunction]
+#[pyo3(signature = (x, axis = 0, key = None, stream = None))]
+fn permutation(x: &Any<'_>, axis: isize, key: Option<&Any<'_>>, stream: Stream) -> PyResult<PyArray> {
+    let key = key_of(key)?;
+    on_stream(&stream, || {
+        let a = match x.extract::<i64>() {
+            Ok(n) if !x.is_instance_of::<PyArray>() => {
+                if n < 0 {
+                    return Err(PyValueError::new_err(format!("permutation: n must be non-negative, got {n}")));
+                }
+                ops::arange(0.0, n as f64, 1.0, Dtype::I32).py()?
+            }
+            _ => to_array(x, None)?,
+        };
+        let ax = weft::shape::normalize_axis(axis, a.ndim()).py()?;
+        // Sorting random keys gives a uniformly random order.
+        let keys = random::bits(&[a.shape()[ax]], key.as_ref()).py()?;
+        let order = ops::argsort(&keys, Some(0)).py()?;
+        ops::take(&a, &order, Some(ax as isize)).py().map(PyArray::from)
+    })
+}
+
 fn move_to_end(ndim: usize, ax: usize) -> Vec<isize> {
     (0..ndim).filter(|&d| d != ax).chain([ax]).map(|d| d as isize).collect()
 }
@@ -274,5 +396,9 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(randint, &m)?)?;
     m.add_function(wrap_pyfunction!(bernoulli, &m)?)?;
     m.add_function(wrap_pyfunction!(categorical, &m)?)?;
+    m.add_function(wrap_pyfunction!(gumbel, &m)?)?;
+    m.add_function(wrap_pyfunction!(laplace, &m)?)?;
+    m.add_function(wrap_pyfunction!(truncated_normal, &m)?)?;
+    m.add_function(wrap_pyfunction!(permutation, &m)?)?;
     crate::add_submodule(parent, &m, "random")
 }

@@ -20,6 +20,8 @@ enum Tree {
     Other(Py<PyAny>),
     List(Vec<Tree>),
     Tuple(Vec<Tree>),
+    /// A tuple subclass (a `NamedTuple`, ...): rebuilt as its type.
+    Named(Py<PyAny>, Vec<Tree>),
     Dict(Vec<(Py<PyAny>, Tree)>),
 }
 
@@ -30,7 +32,12 @@ fn flatten(ob: &Bound<'_, PyAny>, leaves: &mut Vec<Array>) -> PyResult<Tree> {
     } else if let Ok(l) = ob.cast::<PyList>() {
         Ok(Tree::List(l.iter().map(|x| flatten(&x, leaves)).collect::<PyResult<_>>()?))
     } else if let Ok(t) = ob.cast::<PyTuple>() {
-        Ok(Tree::Tuple(t.iter().map(|x| flatten(&x, leaves)).collect::<PyResult<_>>()?))
+        let items = t.iter().map(|x| flatten(&x, leaves)).collect::<PyResult<_>>()?;
+        if ob.is_exact_instance_of::<PyTuple>() {
+            Ok(Tree::Tuple(items))
+        } else {
+            Ok(Tree::Named(ob.get_type().into_any().unbind(), items))
+        }
     } else if let Ok(d) = ob.cast::<PyDict>() {
         Ok(Tree::Dict(d.iter().map(|(k, v)| Ok((k.unbind(), flatten(&v, leaves)?))).collect::<PyResult<_>>()?))
     } else {
@@ -47,6 +54,12 @@ fn unflatten<'py>(py: Python<'py>, t: &Tree, leaves: &mut std::slice::Iter<'_, A
         Tree::Other(o) => o.bind(py).clone(),
         Tree::List(v) => PyList::new(py, v.iter().map(|x| unflatten(py, x, leaves)).collect::<PyResult<Vec<_>>>()?)?.into_any(),
         Tree::Tuple(v) => PyTuple::new(py, v.iter().map(|x| unflatten(py, x, leaves)).collect::<PyResult<Vec<_>>>()?)?.into_any(),
+        Tree::Named(ty, v) => {
+            let items = PyTuple::new(py, v.iter().map(|x| unflatten(py, x, leaves)).collect::<PyResult<Vec<_>>>()?)?;
+            let ty = ty.bind(py);
+            // A NamedTuple takes its fields as arguments, other tuple types one iterable.
+            if ty.hasattr("_fields")? { ty.call1(items)? } else { ty.call1((items,))? }
+        }
         Tree::Dict(v) => {
             let d = PyDict::new(py);
             for (k, x) in v {
@@ -62,7 +75,7 @@ fn has_other(t: &Tree) -> bool {
     match t {
         Tree::Array => false,
         Tree::Other(_) => true,
-        Tree::List(v) | Tree::Tuple(v) => v.iter().any(has_other),
+        Tree::List(v) | Tree::Tuple(v) | Tree::Named(_, v) => v.iter().any(has_other),
         Tree::Dict(v) => v.iter().any(|(_, x)| has_other(x)),
     }
 }
@@ -71,7 +84,7 @@ fn count(t: &Tree) -> usize {
     match t {
         Tree::Array => 1,
         Tree::Other(_) => 0,
-        Tree::List(v) | Tree::Tuple(v) => v.iter().map(count).sum(),
+        Tree::List(v) | Tree::Tuple(v) | Tree::Named(_, v) => v.iter().map(count).sum(),
         Tree::Dict(v) => v.iter().map(|(_, x)| count(x)).sum(),
     }
 }
@@ -219,7 +232,7 @@ impl GradFunction {
                     let tree = flatten(&out, &mut outs)?;
                     let scalar_first = match &tree {
                         Tree::Array => true,
-                        Tree::List(v) | Tree::Tuple(v) if self.with_value => matches!(v.first(), Some(Tree::Array)),
+                        Tree::List(v) | Tree::Tuple(v) | Tree::Named(_, v) if self.with_value => matches!(v.first(), Some(Tree::Array)),
                         _ => false,
                     };
                     if !scalar_first {
@@ -367,7 +380,7 @@ fn axes_of(arg: &Tree, spec: &Bound<'_, PyAny>, out: &mut Vec<Option<isize>>) ->
         return Ok(());
     }
     match arg {
-        Tree::List(v) | Tree::Tuple(v) => {
+        Tree::List(v) | Tree::Tuple(v) | Tree::Named(_, v) => {
             let specs: Vec<Bound<'_, PyAny>> = spec.try_iter().map_err(|_| PyValueError::new_err("vmap: in_axes entries must be int, None or match the argument"))?.collect::<PyResult<_>>()?;
             if specs.len() != v.len() {
                 return Err(PyValueError::new_err(format!("vmap: in_axes has {} entries for a sequence of {}", specs.len(), v.len())));
@@ -609,7 +622,10 @@ fn signature(py: Python<'_>, t: &Tree, leaves: &mut std::slice::Iter<'_, Array>,
             let o = o.bind(py);
             let _ = write!(out, "O{}:{};", o.get_type().name()?, o.repr()?);
         }
-        Tree::List(v) | Tree::Tuple(v) => {
+        Tree::List(v) | Tree::Tuple(v) | Tree::Named(_, v) => {
+            if let Tree::Named(ty, _) = t {
+                let _ = write!(out, "{}", ty.bind(py).repr()?);
+            }
             out.push(if matches!(t, Tree::List(_)) { '[' } else { '(' });
             for x in v {
                 signature(py, x, leaves, out)?;
@@ -643,6 +659,17 @@ struct CompiledFunction {
 
 #[pymethods]
 impl CompiledFunction {
+    /// The compiled function (so `inspect.signature` sees its parameters).
+    #[getter]
+    fn __wrapped__(&self, py: Python<'_>) -> Py<PyAny> {
+        self.fun.clone_ref(py)
+    }
+
+    /// Other attributes (`__name__`, `__qualname__`, ...) are the function's.
+    fn __getattr__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        self.fun.bind(py).getattr(name)
+    }
+
     #[pyo3(signature = (*args, **kwargs))]
     fn __call__<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyAny>> {
         let fun = self.fun.bind(py);

@@ -913,3 +913,29 @@ fn random_bits_match_cpu() {
         weft::random::bits(&[1001], Some(&k1))
     });
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn bitwise_ops_and_scatter_match_cpu() {
+    let _s = serial();
+    use ops::*;
+    let fs: [(&str, fn(&Array, &Array) -> weft::Result<Array>); 5] =
+        [("and", bitwise_and), ("or", bitwise_or), ("xor", bitwise_xor), ("shl", left_shift), ("shr", right_shift)];
+    for (i, d) in INTS.iter().copied().chain([Dtype::Bool]).enumerate() {
+        let a = random(&[3, 1, 5], d, 0.0, 60.0, 700 + i as u64);
+        let b = random(&[4, 5], d, 0.0, 9.0, 800 + i as u64);
+        for (name, f) in fs {
+            if d == Dtype::Bool && name.starts_with("sh") {
+                continue;
+            }
+            same_as_cpu(&format!("{name} {d}"), 0.0, || f(&a, &b));
+        }
+        same_as_cpu(&format!("invert {d}"), 0.0, || bitwise_invert(&a));
+    }
+    // Scatter runs on the host from a GPU stream (docs/gpu.md); its result must still match.
+    let x = random(&[6, 7], Dtype::F32, -1.0, 1.0, 900);
+    let p = Array::from_slice(&[3i32, 40, 3, -1], &[4]).unwrap();
+    let u = random(&[4], Dtype::F32, -1.0, 1.0, 901);
+    same_as_cpu("scatter add", 0.0, || scatter(&x, &p, &u, Some(weft::primitive::ReduceOp::Sum)));
+    same_as_cpu("scatter", 0.0, || scatter(&x, &p, &u, None));
+}

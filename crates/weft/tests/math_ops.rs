@@ -335,3 +335,131 @@ fn scans_prod_and_windows_match_loops() {
     same(read(&ops::bartlett(5).unwrap()), vec![0.0, 0.5, 1.0, 0.5, 0.0], "bartlett");
     same(read(&ops::linspace(0.0, 1.0, 4, false, Dtype::F32).unwrap()), vec![0.0, 0.25, 0.5, 0.75], "linspace endpoint=false");
 }
+
+/// Bitwise ops on every integer width and bool against Rust's operators;
+/// floats are refused.
+#[test]
+fn bitwise_ops_match_rust() {
+    let x: Vec<i64> = vec![-8, -3, 0, 1, 5, 127, 40, 77];
+    let y: Vec<i64> = vec![1, 2, 3, 0, 7, 1, 3, 33];
+    for dtype in [Dtype::I8, Dtype::I16, Dtype::I32, Dtype::I64, Dtype::U8, Dtype::U16, Dtype::U32, Dtype::U64] {
+        let bits = dtype.size() as u32 * 8;
+        // Values as the dtype holds them (two's complement wrap for unsigned).
+        let wrap = |v: i64| -> i64 {
+            let m = if bits == 64 { v } else { v.rem_euclid(1i64 << bits) };
+            if dtype.is_unsigned() || bits == 64 || m < (1i64 << (bits - 1)) { m } else { m - (1i64 << bits) }
+        };
+        let xs: Vec<i64> = x.iter().map(|&v| wrap(v)).collect();
+        let a = ops::astype(&Array::from_slice(&x, &[8]).unwrap(), dtype).unwrap();
+        let b = ops::astype(&Array::from_slice(&y, &[8]).unwrap(), dtype).unwrap();
+        let get = |r: weft::Result<Array>| -> Vec<i64> {
+            let r = r.unwrap();
+            assert_eq!(r.dtype(), dtype);
+            ops::astype(&r, Dtype::I64).unwrap().to_vec::<i64>().unwrap()
+        };
+        let as_u = |v: i64| -> u64 { if bits == 64 { v as u64 } else { (v as u64) & ((1u64 << bits) - 1) } };
+        let back = |u: u64| -> i64 { wrap(u as i64) };
+        let and: Vec<i64> = xs.iter().zip(&y).map(|(&p, &q)| back(as_u(p) & as_u(q))).collect();
+        let or: Vec<i64> = xs.iter().zip(&y).map(|(&p, &q)| back(as_u(p) | as_u(q))).collect();
+        let xor: Vec<i64> = xs.iter().zip(&y).map(|(&p, &q)| back(as_u(p) ^ as_u(q))).collect();
+        let shl: Vec<i64> = xs.iter().zip(&y).map(|(&p, &q)| back(as_u(p) << (q as u32 % bits))).collect();
+        let shr: Vec<i64> = xs
+            .iter()
+            .zip(&y)
+            .map(|(&p, &q)| if dtype.is_unsigned() { back(as_u(p) >> (q as u32 % bits)) } else { p >> (q as u32 % bits) })
+            .collect();
+        let inv: Vec<i64> = xs.iter().map(|&p| back(!as_u(p))).collect();
+        assert_eq!(get(ops::bitwise_and(&a, &b)), and, "and {dtype}");
+        assert_eq!(get(ops::bitwise_or(&a, &b)), or, "or {dtype}");
+        assert_eq!(get(ops::bitwise_xor(&a, &b)), xor, "xor {dtype}");
+        assert_eq!(get(ops::left_shift(&a, &b)), shl, "shl {dtype}");
+        assert_eq!(get(ops::right_shift(&a, &b)), shr, "shr {dtype}");
+        assert_eq!(get(ops::bitwise_invert(&a)), inv, "invert {dtype}");
+    }
+    let t = Array::from_slice(&[true, true, false, false], &[4]).unwrap();
+    let f = Array::from_slice(&[true, false, true, false], &[4]).unwrap();
+    assert_eq!(ops::bitwise_and(&t, &f).unwrap().to_vec::<bool>().unwrap(), vec![true, false, false, false]);
+    assert_eq!(ops::bitwise_xor(&t, &f).unwrap().to_vec::<bool>().unwrap(), vec![false, true, true, false]);
+    assert_eq!(ops::bitwise_invert(&t).unwrap().to_vec::<bool>().unwrap(), vec![false, false, true, true]);
+    assert_eq!(ops::left_shift(&t, &f).unwrap().dtype(), Dtype::U8);
+    let fl = Array::from_slice(&[1.0f32], &[1]).unwrap();
+    assert!(matches!(ops::bitwise_and(&fl, &fl), Err(Error::Dtype(_))));
+    assert!(matches!(ops::bitwise_invert(&fl), Err(Error::Dtype(_))));
+}
+
+/// partition, median, searchsorted, tensordot, vecdot and diff against
+/// loops over the same values.
+#[test]
+fn order_statistics_and_contractions_match_loops() {
+    let mut rng = Rng::new(23);
+    // partition: the kth element is in place, smaller before, larger after.
+    let v: Vec<f64> = (0..9).map(|_| rng.uniform(-5.0, 5.0)).collect();
+    let a = array(&v, &[9], Dtype::F64);
+    let p = read(&ops::partition(&a, 4, Some(0)).unwrap());
+    let mut s = v.clone();
+    s.sort_by(|x, y| x.partial_cmp(y).unwrap());
+    assert_eq!(p[4], s[4]);
+    assert!(p[..4].iter().all(|&x| x <= p[4]) && p[5..].iter().all(|&x| x >= p[4]));
+    let ip = ops::argpartition(&a, -2, Some(0)).unwrap().to_vec::<u32>().unwrap();
+    assert_eq!(v[ip[7] as usize], s[7]);
+    assert!(ops::partition(&a, 9, Some(0)).is_err());
+
+    // median over an axis, odd and even counts, and NaN.
+    let m = Array::from_slice(&[3.0f32, 1.0, 2.0, 10.0, 4.0, 1.0, 2.0, 8.0], &[2, 4]).unwrap();
+    assert_eq!(ops::median(&m, 1isize, false).unwrap().to_vec::<f32>().unwrap(), vec![2.5, 3.0]);
+    assert_eq!(ops::median(&m, weft::Axes::All, false).unwrap().to_vec::<f32>().unwrap(), vec![2.5]);
+    assert_eq!(ops::median(&m, 0isize, true).unwrap().shape(), &[1, 4]);
+    let odd = Array::from_slice(&[5i32, 1, 3], &[3]).unwrap();
+    let med = ops::median(&odd, weft::Axes::All, false).unwrap();
+    assert_eq!((med.dtype(), med.to_vec::<f32>().unwrap()), (Dtype::F32, vec![3.0]));
+    let nan = Array::from_slice(&[1.0f32, f32::NAN, 0.0], &[3]).unwrap();
+    assert!(ops::median(&nan, weft::Axes::All, false).unwrap().to_vec::<f32>().unwrap()[0].is_nan());
+
+    // searchsorted, both sides, against counting.
+    let sorted = [1.0f64, 2.0, 2.0, 3.0, 7.0];
+    let vals = [0.0f64, 2.0, 2.5, 7.0, 9.0, 3.0];
+    let ss = Array::from_slice(&sorted, &[5]).unwrap();
+    let vv = Array::from_slice(&vals, &[2, 3]).unwrap();
+    for right in [false, true] {
+        let got = ops::searchsorted(&ss, &vv, right).unwrap();
+        assert_eq!(got.shape(), &[2, 3]);
+        let want: Vec<u32> = vals.iter().map(|&x| sorted.iter().filter(|&&s| if right { s <= x } else { s < x }).count() as u32).collect();
+        assert_eq!(got.to_vec::<u32>().unwrap(), want, "right = {right}");
+    }
+
+    // NaN sorts after every number: it is inserted at the end (left) or after other NaNs.
+    let with_nan = Array::from_slice(&[1.0f32, 2.0, f32::NAN], &[3]).unwrap();
+    let nan = Array::from_slice(&[f32::NAN, 5.0], &[2]).unwrap();
+    assert_eq!(ops::searchsorted(&with_nan, &nan, false).unwrap().to_vec::<u32>().unwrap(), vec![2, 2]);
+    assert_eq!(ops::searchsorted(&with_nan, &nan, true).unwrap().to_vec::<u32>().unwrap(), vec![3, 2]);
+    // count_nonzero is int32; roll without axes rolls the flat array by the sum of the shifts.
+    let c = ops::count_nonzero(&with_nan, weft::Axes::All, false).unwrap();
+    assert_eq!((c.dtype(), c.to_vec::<i32>().unwrap()), (Dtype::I32, vec![3]));
+    let r = ops::roll(&Array::from_slice(&[0i32, 1, 2, 3, 4, 5], &[2, 3]).unwrap(), &[1, 1], None).unwrap();
+    assert_eq!(r.to_vec::<i32>().unwrap(), vec![4, 5, 0, 1, 2, 3]);
+
+    // tensordot over two axis pairs, against the explicit sum.
+    let (a3, ra) = rand(&mut rng, &[2, 3, 4], Dtype::F64, -1.0, 1.0);
+    let (b3, rb) = rand(&mut rng, &[4, 3, 5], Dtype::F64, -1.0, 1.0);
+    let t = ops::tensordot(&a3, &b3, &[1, 2], &[1, 0]).unwrap();
+    assert_eq!(t.shape(), &[2, 5]);
+    let mut want = vec![0.0; 10];
+    for i in 0..2 {
+        for l in 0..5 {
+            for j in 0..3 {
+                for k in 0..4 {
+                    want[i * 5 + l] += ra.data[(i * 3 + j) * 4 + k] * rb.data[(k * 3 + j) * 5 + l];
+                }
+            }
+        }
+    }
+    check("tensordot", &read(&t), &want, 1e-12, None);
+    assert!(ops::tensordot(&a3, &b3, &[1], &[2]).is_err());
+
+    // vecdot and diff.
+    let x = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+    assert_eq!(ops::vecdot(&x, &x, -1).unwrap().to_vec::<f32>().unwrap(), vec![14.0, 77.0]);
+    let sq = Array::from_slice(&[1i32, 4, 9, 16], &[4]).unwrap();
+    assert_eq!(ops::diff(&sq, 2, -1).unwrap().to_vec::<i32>().unwrap(), vec![2, 2]);
+    assert_eq!(ops::diff(&x, 1, 0).unwrap().to_vec::<f32>().unwrap(), vec![3.0, 3.0, 3.0]);
+}

@@ -13,14 +13,14 @@ def uniform(
     low: ScalarOrArray = 0,
     high: ScalarOrArray = 1,
     shape: ShapeLike = [],
-    dtype: Dtype = ...,
+    dtype: Optional[Dtype] = ...,
     key: Optional[array] = None,
     *,
     stream: StreamOrDevice = None,
 ) -> array: ...
 def normal(
     shape: ShapeLike = [],
-    dtype: Dtype = ...,
+    dtype: Optional[Dtype] = ...,
     loc: Optional[ScalarOrArray] = None,
     scale: Optional[ScalarOrArray] = None,
     key: Optional[array] = None,
@@ -42,3 +42,16 @@ def categorical(
     *,
     stream: StreamOrDevice = None,
 ) -> array: ...
+def gumbel(shape: ShapeLike = [], dtype: Optional[Dtype] = ..., key: Optional[array] = None, stream: StreamOrDevice = None) -> array: ...
+def laplace(
+    shape: ShapeLike = [], dtype: Optional[Dtype] = ..., loc: float = 0.0, scale: float = 1.0, key: Optional[array] = None, stream: StreamOrDevice = None
+) -> array: ...
+def truncated_normal(
+    lower: ScalarOrArray,
+    upper: ScalarOrArray,
+    shape: Optional[ShapeLike] = None,
+    dtype: Optional[Dtype] = ...,
+    key: Optional[array] = None,
+    stream: StreamOrDevice = None,
+) -> array: ...
+def permutation(x: Union[int, array], axis: int = 0, key: Optional[array] = None, stream: StreamOrDevice = None) -> array: ...

@@ -63,6 +63,18 @@ fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
     if matches!(op, BinaryOp::FloorDiv | BinaryOp::Rem) && dtype == Dtype::Bool {
         dtype = Dtype::I32;
     }
+    if op.is_bitwise() {
+        if dtype.is_float() {
+            return Err(Error::Dtype(format!(
+                "{op:?}: bitwise ops take integers or bool, got {} and {}",
+                a.dtype(),
+                b.dtype()
+            )));
+        }
+        if matches!(op, BinaryOp::LeftShift | BinaryOp::RightShift) && dtype == Dtype::Bool {
+            dtype = Dtype::U8;
+        }
+    }
     let (a, b) = (astype(a, dtype)?, astype(b, dtype)?);
     let out = if op.is_comparison() { Dtype::Bool } else { dtype };
     Array::from_op(Primitive::Binary(op), vec![a, b], shape, out)
@@ -92,6 +104,16 @@ binary_ops! {
     power => Pow,
     maximum => Maximum,
     minimum => Minimum,
+    /// Bitwise and (integers and bool).
+    bitwise_and => BitAnd,
+    /// Bitwise or (integers and bool).
+    bitwise_or => BitOr,
+    /// Bitwise xor (integers and bool).
+    bitwise_xor => BitXor,
+    /// `a << b` (integers; bool computes in uint8).
+    left_shift => LeftShift,
+    /// `a >> b`, arithmetic for signed integers.
+    right_shift => RightShift,
     equal => Equal,
     not_equal => NotEqual,
     less => Less,
@@ -212,4 +234,39 @@ pub fn nan_to_num(a: &Array, nan: f64, posinf: Option<f64>, neginf: Option<f64>)
     let x = where_(&super::isnan(a)?, &c(nan)?, a)?;
     let x = where_(&super::logical_and(&inf, &greater(a, &zero)?)?, &c(posinf.unwrap_or(big))?, &x)?;
     where_(&super::logical_and(&inf, &less(a, &zero)?)?, &c(neginf.unwrap_or(-big))?, &x)
+}
+
+/// The `n`-th forward difference along `axis`: `a[1:] - a[:-1]`, `n` times.
+pub fn diff(a: &Array, n: usize, axis: isize) -> Result<Array> {
+    use super::{slice, SliceArg};
+    if a.ndim() == 0 {
+        crate::bail!(Shape, "diff needs at least one dimension");
+    }
+    let ax = crate::shape::normalize_axis(axis, a.ndim())?;
+    let mut out = a.clone();
+    for _ in 0..n {
+        let len = out.shape()[ax] as isize;
+        if len == 0 {
+            break;
+        }
+        let mut hi = vec![SliceArg::ALL; ax + 1];
+        let mut lo = hi.clone();
+        hi[ax] = SliceArg::range(1, len);
+        lo[ax] = SliceArg::range(0, len - 1);
+        out = if out.dtype() == Dtype::Bool {
+            not_equal(&slice(&out, &hi)?, &slice(&out, &lo)?)?
+        } else {
+            subtract(&slice(&out, &hi)?, &slice(&out, &lo)?)?
+        };
+    }
+    Ok(out)
+}
+
+/// `~a`: every bit flipped (integers), logical not (bool).
+pub fn bitwise_invert(a: &Array) -> Result<Array> {
+    match a.dtype() {
+        Dtype::Bool => super::logical_not(a),
+        d if d.is_integer() => bitwise_xor(a, &astype(&Array::scalar(-1i64), d)?),
+        d => Err(Error::Dtype(format!("bitwise_invert takes integers or bool, got {d}"))),
+    }
 }

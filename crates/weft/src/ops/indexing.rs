@@ -110,3 +110,50 @@ pub fn slice_update(a: &Array, update: &Array, args: &[SliceArg]) -> Result<Arra
     Array::from_op(Primitive::SliceUpdate { start, step, region }, vec![a.clone(), update], shape, dtype)
 }
 
+
+/// `a` with `updates` written at the flat positions `positions` (any
+/// integer shape; negative positions count from the end), or combined
+/// with what is there when `reduce` is given (`Sum` adds, `Prod`
+/// multiplies, `Max`/`Min` keep the larger/smaller). `updates` broadcast
+/// to `positions`' shape and are converted to `a`'s dtype. Repeated
+/// positions: every update combines; assigning, the last one wins. A
+/// position out of range fails the evaluation with an error.
+///
+/// Every indexed update (`a.at[idx].add(v)`, `a[idx] = v` with index
+/// arrays, [`put_along_axis`]) is this op on the positions that indexing
+/// `arange(a.size).reshape(a.shape)` the same way gives.
+///
+/// ```
+/// use weft::{ops, primitive::ReduceOp, Array};
+/// let a = Array::from_slice(&[1.0f32, 1.0, 1.0], &[3]).unwrap();
+/// let at = Array::from_slice(&[0i32, 2, 0], &[3]).unwrap();
+/// let b = ops::scatter(&a, &at, &Array::scalar(5.0f32), Some(ReduceOp::Sum)).unwrap();
+/// assert_eq!(b.to_vec::<f32>().unwrap(), vec![11.0, 1.0, 6.0]);
+/// ```
+pub fn scatter(a: &Array, positions: &Array, updates: &Array, reduce: Option<crate::primitive::ReduceOp>) -> Result<Array> {
+    check_indices("scatter", positions)?;
+    if a.size() == 0 && positions.size() > 0 {
+        bail!(Shape, "scatter: cannot update an empty array (shape {:?})", a.shape());
+    }
+    let u = broadcast_to(&astype(updates, a.dtype())?, positions.shape())?;
+    let flat_u = reshape(&u, &[-1])?;
+    let flat_p = reshape(positions, &[-1])?;
+    Array::from_op(Primitive::Scatter { reduce }, vec![a.clone(), flat_p, flat_u], a.shape().to_vec(), a.dtype())
+}
+
+/// The flat position of every element of `a`: `arange(a.size)` in `a`'s
+/// shape (`int64` when `a` has more elements than `int32` holds).
+pub fn positions(a: &Array) -> Result<Array> {
+    let dtype = if a.size() > i32::MAX as usize { crate::Dtype::I64 } else { crate::Dtype::I32 };
+    let shape: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
+    reshape(&super::arange(0.0, a.size() as f64, 1.0, dtype)?, &shape)
+}
+
+/// The inverse of [`take_along_axis`]: `a` with `values` written where
+/// `take_along_axis(a, indices, axis)` reads (flattened when `axis` is
+/// `None`).
+pub fn put_along_axis(a: &Array, indices: &Array, values: &Array, axis: Option<isize>) -> Result<Array> {
+    check_indices("put_along_axis", indices)?;
+    let at = take_along_axis(&positions(a)?, indices, axis)?;
+    scatter(a, &at, values, None)
+}

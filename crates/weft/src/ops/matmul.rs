@@ -90,3 +90,70 @@ pub fn addmm(c: &Array, a: &Array, b: &Array, alpha: f64, beta: f64) -> Result<A
     }
     Ok(out)
 }
+
+/// `sum(a * b, axis)` (the vectors along `axis`, broadcast): the array
+/// API's `vecdot`.
+pub fn vecdot(a: &Array, b: &Array, axis: isize) -> Result<Array> {
+    super::sum(&super::multiply(a, b)?, axis, false)
+}
+
+/// Sums products over `a`'s axes `axes_a` and `b`'s `axes_b` (paired in
+/// order); the result has `a`'s other axes then `b`'s.
+pub fn tensordot(a: &Array, b: &Array, axes_a: &[isize], axes_b: &[isize]) -> Result<Array> {
+    use crate::shape::normalize_axis;
+    if axes_a.len() != axes_b.len() {
+        bail!(InvalidArgument, "tensordot: {} axes of a paired with {} axes of b", axes_a.len(), axes_b.len());
+    }
+    let ia = axes_a.iter().map(|&x| normalize_axis(x, a.ndim())).collect::<Result<Vec<_>>>()?;
+    let ib = axes_b.iter().map(|&x| normalize_axis(x, b.ndim())).collect::<Result<Vec<_>>>()?;
+    for (&i, &j) in ia.iter().zip(&ib) {
+        if a.shape()[i] != b.shape()[j] {
+            bail!(Shape, "tensordot: axis {i} of a ({}) and axis {j} of b ({}) differ", a.shape()[i], b.shape()[j]);
+        }
+    }
+    let free_a: Vec<usize> = (0..a.ndim()).filter(|x| !ia.contains(x)).collect();
+    let free_b: Vec<usize> = (0..b.ndim()).filter(|x| !ib.contains(x)).collect();
+    let k: usize = ia.iter().map(|&i| a.shape()[i]).product();
+    let m: usize = free_a.iter().map(|&i| a.shape()[i]).product();
+    let n: usize = free_b.iter().map(|&i| b.shape()[i]).product();
+    let pa: Vec<isize> = free_a.iter().chain(&ia).map(|&i| i as isize).collect();
+    let pb: Vec<isize> = ib.iter().chain(&free_b).map(|&i| i as isize).collect();
+    let a2 = reshape(&super::transpose(a, &pa)?, &[m as isize, k as isize])?;
+    let b2 = reshape(&super::transpose(b, &pb)?, &[k as isize, n as isize])?;
+    let out: Vec<isize> = free_a.iter().map(|&i| a.shape()[i] as isize).chain(free_b.iter().map(|&i| b.shape()[i] as isize)).collect();
+    reshape(&matmul(&a2, &b2)?, &out)
+}
+
+/// The Walsh-Hadamard transform along the last axis (its length a power of
+/// two), times `scale` (default `1/sqrt(n)`, which makes it orthonormal):
+/// `log2(n)` butterfly stages of `(a + b, a - b)` on pairs `h` apart.
+/// Integers compute in float32.
+pub fn hadamard_transform(a: &Array, scale: Option<f64>) -> Result<Array> {
+    let n = *a.shape().last().unwrap_or(&1);
+    if a.ndim() == 0 || !n.is_power_of_two() {
+        bail!(Shape, "hadamard_transform: the last axis must have a power-of-two length, got shape {:?}", a.shape());
+    }
+    let dtype = a.dtype().at_least_float();
+    let lead: Vec<isize> = a.shape()[..a.ndim() - 1].iter().map(|&d| d as isize).collect();
+    let mut x = astype(a, dtype)?;
+    let mut h = 1usize;
+    while h < n {
+        // [..., n / 2h, 2, h]: the pairs (a, b) of this stage.
+        let mut s = lead.clone();
+        s.extend([(n / (2 * h)) as isize, 2, h as isize]);
+        let y = reshape(&x, &s)?;
+        let half = |i: isize| -> Result<Array> {
+            let mut args = vec![super::SliceArg::ALL; y.ndim()];
+            args[y.ndim() - 2] = super::SliceArg::range(i, i + 1);
+            super::slice(&y, &args)
+        };
+        let (p, q) = (half(0)?, half(1)?);
+        let z = super::concatenate(&[super::add(&p, &q)?, super::subtract(&p, &q)?], -2isize)?;
+        let mut back = lead.clone();
+        back.push(n as isize);
+        x = reshape(&z, &back)?;
+        h *= 2;
+    }
+    let scale = scale.unwrap_or(1.0 / (n as f64).sqrt());
+    super::multiply(&x, &astype(&Array::scalar(scale), dtype)?)
+}

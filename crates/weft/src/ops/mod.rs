@@ -21,15 +21,15 @@ mod sort;
 pub use creation::{arange, bartlett, blackman, eye, full, hamming, hanning, linspace, ones, tri, tril, triu, zeros};
 pub use einsum::{einsum, einsum_path};
 pub use elementwise::*;
-pub use matmul::{addmm, inner, matmul, outer};
+pub use matmul::{addmm, hadamard_transform, inner, matmul, outer, tensordot, vecdot};
 pub use reduce::{argmax, argmin, count_nonzero, max, mean, min, prod, std, sum, var};
 pub use logical::{
     all, allclose, any, array_equal, isclose, isfinite, isinf, isnan, isneginf, isposinf, logical_and, logical_not, logical_or, logical_xor,
 };
-pub use indexing::{slice_update, take, take_along_axis};
+pub use indexing::{positions, put_along_axis, scatter, slice_update, take, take_along_axis};
 pub use softmax::{logsumexp, softmax};
 pub use scan::{cummax, cummin, cumprod, cumsum, logcumsumexp};
-pub use sort::{argsort, sort, topk};
+pub use sort::{argpartition, argsort, median, partition, searchsorted, sort, topk};
 pub use shape::{
     atleast_nd, broadcast_arrays, broadcast_to, concatenate, diag, diagonal, expand_dims, flatten, flip, kron, meshgrid, moveaxis, pad, repeat,
     reshape, roll, slice, split, squeeze, stack, swapaxes, tile, trace, transpose, unflatten, unstack, PadMode, SliceArg,

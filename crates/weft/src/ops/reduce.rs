@@ -55,10 +55,10 @@ pub fn prod(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
     reduce(ReduceOp::Prod, a, axes.into(), keepdims)
 }
 
-/// How many elements are nonzero over `axes`, as uint32 (MLX's type).
+/// How many elements are nonzero over `axes`, as int32 (MLX's type).
 pub fn count_nonzero(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
     let nonzero = super::not_equal(a, &astype(&Array::scalar(0i32), a.dtype())?)?;
-    astype(&sum(&nonzero, axes, keepdims)?, Dtype::U32)
+    astype(&sum(&nonzero, axes, keepdims)?, Dtype::I32)
 }
 
 /// Maximum over `axes` (`Axes::All`: every axis).

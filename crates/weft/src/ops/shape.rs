@@ -443,15 +443,13 @@ pub fn broadcast_arrays(arrays: &[Array]) -> Result<Vec<Array>> {
 
 /// `a` shifted by `shift[i]` along `axes[i]`, elements pushed off one end
 /// coming back at the other; with no axes, the flattened array is rolled
-/// by the one shift and reshaped back.
+/// by the sum of the shifts (as MLX) and reshaped back.
 pub fn roll(a: &Array, shift: &[isize], axes: Option<&[isize]>) -> Result<Array> {
     let Some(axes) = axes else {
-        let [s] = shift else {
-            bail!(InvalidArgument, "roll: without axes, give one shift, got {shift:?}");
-        };
+        let s: isize = shift.iter().sum();
         let flat = reshape(a, &[-1])?;
         let shape: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
-        return reshape(&roll(&flat, &[*s], Some(&[0]))?, &shape);
+        return reshape(&roll(&flat, &[s], Some(&[0]))?, &shape);
     };
     // One shift for every axis, or one per axis.
     let shifts: Vec<isize> = match shift.len() {

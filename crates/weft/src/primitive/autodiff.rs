@@ -56,6 +56,8 @@ unary_vjp! {
     Sin |x, y, g| o::multiply(g, &o::cos(x)?);
     Cos |x, y, g| o::negative(&o::multiply(g, &o::sin(x)?)?);
     Erf |x, y, g| o::multiply(g, &o::multiply(&c(2.0 / PI.sqrt(), g)?, &o::exp(&o::negative(&sq(x)?)?)?)?);
+    // erfinv'(x) = sqrt(pi) / 2 * e^(erfinv(x)^2).
+    Erfinv |x, y, g| o::multiply(g, &o::multiply(&c(PI.sqrt() / 2.0, g)?, &o::exp(&sq(y)?)?)?);
     // d/dx x Phi(x) = Phi(x) + x phi(x).
     Gelu |x, y, g| {
         let cdf = o::multiply(&c(0.5, g)?, &o::add(&c(1.0, g)?, &o::erf(&o::multiply(x, &c(std::f64::consts::FRAC_1_SQRT_2, g)?)?)?)?)?;
@@ -238,7 +240,9 @@ fn binary_vjp(op: BinaryOp, a: &Array, b: &Array, y: &Array, g: &Array, needs: &
             let r = o::add(&o::multiply(a, a)?, &o::multiply(b, b)?)?;
             (Some(o::multiply(g, &o::divide(b, &r)?)?), Some(o::negative(&o::multiply(g, &o::divide(a, &r)?)?)?))
         }
-        FloorDiv | Equal | NotEqual | Less | LessEqual | Greater | GreaterEqual => (None, None),
+        FloorDiv | Equal | NotEqual | Less | LessEqual | Greater | GreaterEqual | BitAnd | BitOr | BitXor | LeftShift | RightShift => {
+            (None, None)
+        }
     };
     Ok(vec![
         ga.filter(|_| needs[0]).map(|x| unbroadcast(&x, a.shape())).transpose()?,
@@ -478,6 +482,21 @@ impl Primitive {
                     })
                     .transpose()?;
                 Ok(vec![keep, upd])
+            }
+            // Assigning: the overwritten elements get no cotangent, each update
+            // the cotangent of where it went; adding passes g through to both.
+            Primitive::Scatter { reduce: reduce @ (None | Some(ReduceOp::Sum)) } => {
+                let keep = needs[0]
+                    .then(|| match reduce {
+                        None => o::scatter(g, &inputs[1], &o::zeros(&[], g.dtype())?, None),
+                        _ => Ok(g.clone()),
+                    })
+                    .transpose()?;
+                let upd = needs[2].then(|| o::take(g, &inputs[1], None)).transpose()?;
+                Ok(vec![keep, None, upd])
+            }
+            Primitive::Scatter { reduce: Some(op) } => {
+                bail!(InvalidArgument, "the derivative of a scatter that combines by {op:?} is not implemented (assignment and add have one)")
             }
             Primitive::Softmax => {
                 let inner = o::sum(&o::multiply(g, out)?, &[-1], true)?;

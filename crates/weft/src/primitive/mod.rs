@@ -42,6 +42,14 @@ pub enum BinaryOp {
     Minimum,
     /// `atan2(a, b)`: the angle of the point `(b, a)`, on floats.
     Atan2,
+    /// Bitwise and, or, xor (integers and bool only).
+    BitAnd,
+    BitOr,
+    BitXor,
+    /// `a << b` and `a >> b` (integers only; arithmetic for signed `a`;
+    /// the shift is taken modulo the width, as x86 and MLX's CPU do).
+    LeftShift,
+    RightShift,
     Equal,
     NotEqual,
     Less,
@@ -56,6 +64,12 @@ impl BinaryOp {
     pub fn is_comparison(self) -> bool {
         use BinaryOp::*;
         matches!(self, Equal | NotEqual | Less | LessEqual | Greater | GreaterEqual)
+    }
+
+    /// Bitwise ops, defined on integers and bool only.
+    pub fn is_bitwise(self) -> bool {
+        use BinaryOp::*;
+        matches!(self, BitAnd | BitOr | BitXor | LeftShift | RightShift)
     }
 }
 
@@ -135,6 +149,10 @@ primitives! {
     /// `take_along_axis`: inputs (array, integer indices broadcast to the
     /// output shape); `a` broadcasts to the output except along `axis`.
     GatherAxis { axis: usize },
+    /// Inputs (array, flat positions, updates of the same length): the
+    /// array with each update written at its flat position, or combined
+    /// with the value there by `reduce` (None assigns; in update order).
+    Scatter { reduce: Option<ReduceOp> },
     /// Inputs (array, update): the array with the region `start::step` (of
     /// the update's broadcast shape `region`) replaced by the update.
     SliceUpdate { start: Vec<usize>, step: Vec<isize>, region: Vec<usize> },

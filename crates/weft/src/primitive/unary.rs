@@ -100,6 +100,8 @@ macro_rules! unary_ops {
             Log2 log2 Float core;
             /// Base-10 logarithm.
             Log10 log10 Float core;
+            /// The inverse of `erf` on `(-1, 1)` (`±inf` at `±1`, NaN outside).
+            Erfinv erfinv Float core;
         }
     };
 }

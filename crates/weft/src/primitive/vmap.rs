@@ -131,6 +131,7 @@ impl Primitive {
             }
             // Batched indices, batched norm weights, random keys: per example.
             Primitive::Gather { .. }
+            | Primitive::Scatter { .. }
             | Primitive::RmsNorm { .. }
             | Primitive::LayerNorm { .. }
             | Primitive::RandomBits

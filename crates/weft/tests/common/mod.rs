@@ -408,5 +408,18 @@ pub fn unary_reference(op: weft::primitive::UnaryOp) -> (fn(f64) -> f64, f64, f6
         Expm1 => (f64::exp_m1, -4.0, 4.0),
         Log2 => (f64::log2, 0.1, 4.0),
         Log10 => (f64::log10, 0.1, 4.0),
+        // Bisection on erf: independent of the kernel's Newton iteration.
+        Erfinv => (
+            |x| {
+                let (mut lo, mut hi) = (-6.0f64, 6.0f64);
+                for _ in 0..60 {
+                    let mid = 0.5 * (lo + hi);
+                    if erf_ref(mid) < x { lo = mid } else { hi = mid }
+                }
+                0.5 * (lo + hi)
+            },
+            -0.99,
+            0.99,
+        ),
     }
 }

@@ -13,6 +13,7 @@ mod binary;
 mod concatenate;
 mod copy;
 mod scan;
+mod scatter;
 mod gather;
 mod gather_axis;
 mod layer_norm;
@@ -79,6 +80,7 @@ impl Encoder for CpuEncoder {
             Primitive::Softmax => softmax::softmax(&i[0], out)?,
             Primitive::LogSumExp => logsumexp::logsumexp(&i[0], out)?,
             Primitive::Scan { op, axis, reverse, inclusive } => scan::scan(*op, *axis, *reverse, *inclusive, &i[0], out)?,
+            Primitive::Scatter { reduce } => scatter::scatter(*reduce, &i[0], &i[1], &i[2], out)?,
             Primitive::Sort => sort::sort(&i[0], out)?,
             Primitive::ArgSort => argsort::argsort(&i[0], out)?,
             Primitive::RandomBits => random_bits::random_bits(&i[0], out)?,

@@ -19,6 +19,28 @@ pub(crate) trait Arith: CpuElement {
     fn pow(self, o: Self) -> Self;
     fn neg(self) -> Self;
     fn abs(self) -> Self;
+    /// Bitwise ops: integers and bool implement them; `binary.rs` refuses
+    /// float inputs before any of these could run (ops never build them).
+    fn bitand(self, o: Self) -> Self {
+        let _ = o;
+        self
+    }
+    fn bitor(self, o: Self) -> Self {
+        let _ = o;
+        self
+    }
+    fn bitxor(self, o: Self) -> Self {
+        let _ = o;
+        self
+    }
+    fn shl(self, o: Self) -> Self {
+        let _ = o;
+        self
+    }
+    fn shr(self, o: Self) -> Self {
+        let _ = o;
+        self
+    }
     /// `atan2(self, o)`, computed in float64 (ops only build it on floats).
     fn atan2(self, o: Self) -> Self {
         Self::from_f64(self.to_f64().atan2(o.to_f64()))
@@ -73,6 +95,12 @@ macro_rules! int_arith {
             }
             #[inline(always)] fn neg(self) -> Self { self.wrapping_neg() }
             #[inline(always)] fn abs(self) -> Self { let $a = self; $abs }
+            #[inline(always)] fn bitand(self, o: Self) -> Self { self & o }
+            #[inline(always)] fn bitor(self, o: Self) -> Self { self | o }
+            #[inline(always)] fn bitxor(self, o: Self) -> Self { self ^ o }
+            // The shift modulo the width (wrapping_shl masks it).
+            #[inline(always)] fn shl(self, o: Self) -> Self { self.wrapping_shl(o as u32) }
+            #[inline(always)] fn shr(self, o: Self) -> Self { self.wrapping_shr(o as u32) }
         }
     )*};
 }
@@ -127,6 +155,9 @@ impl Arith for bool {
     fn floor_div(self, o: Self) -> Self { o && self }
     fn rem(self, _o: Self) -> Self { false }
     fn pow(self, o: Self) -> Self { self || !o }
+    fn bitand(self, o: Self) -> Self { self & o }
+    fn bitor(self, o: Self) -> Self { self | o }
+    fn bitxor(self, o: Self) -> Self { self ^ o }
     fn neg(self) -> Self { self }
     fn abs(self) -> Self { self }
 }
@@ -140,6 +171,45 @@ pub(crate) trait Acc:
     fn erf(self) -> Self;
     /// Rounds half to even, as NumPy and MLX.
     fn round_even(self) -> Self;
+    /// The inverse error function, computed in f64 ([`erfinv_f64`]).
+    fn erfinv(self) -> Self {
+        Self::of_f64(erfinv_f64(self.to_f64().unwrap_or(f64::NAN)))
+    }
+}
+
+/// The inverse error function: Giles' single-precision polynomial
+/// ("Approximating the erfinv function", 2010) as the starting point, then
+/// two Newton steps on libm's `erf`, which bring it to f64 accuracy.
+pub(crate) fn erfinv_f64(x: f64) -> f64 {
+    if x.is_nan() || x.abs() > 1.0 {
+        return f64::NAN;
+    }
+    if x.abs() == 1.0 {
+        return x * f64::INFINITY;
+    }
+    let w = -((1.0 - x) * (1.0 + x)).ln();
+    let horner = |w: f64, cs: &[f64]| cs.iter().fold(0.0, |p, &c| p * w + c);
+    let p = if w < 5.0 {
+        horner(
+            w - 2.5,
+            &[2.810_226_36e-08, 3.432_739_39e-07, -3.523_387_7e-06, -4.391_506_54e-06, 2.185_808_7e-04, -1.253_725_03e-03, -4.177_681_64e-03, 2.466_407_27e-01, 1.501_409_41],
+        )
+    } else {
+        horner(
+            w.sqrt() - 3.0,
+            &[-2.002_142_57e-04, 1.009_505_58e-04, 1.349_343_22e-03, -3.673_428_44e-03, 5.739_507_73e-03, -7.622_461_3e-03, 9.438_870_47e-03, 1.001_674_06, 2.832_976_82],
+        )
+    };
+    let mut y = p * x;
+    // d/dy erf(y) = 2/sqrt(pi) e^(-y^2).
+    for _ in 0..2 {
+        let d = 2.0 / std::f64::consts::PI.sqrt() * (-y * y).exp();
+        if d == 0.0 {
+            break;
+        }
+        y -= (libm::erf(y) - x) / d;
+    }
+    y
 }
 /// `Acc` for `f32` and `f64` from one text, so the two cannot drift apart.
 macro_rules! acc {

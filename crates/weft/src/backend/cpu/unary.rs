@@ -69,6 +69,7 @@ formulas! {
     Expm1: |x| x.exp_m1();
     Log2: |x| x.log2();
     Log10: |x| x.log10();
+    Erfinv: |x| x.erfinv();
 }
 
 /// The float kernel of every op: one closure per op, monomorphized, so the

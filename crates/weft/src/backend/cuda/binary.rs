@@ -40,8 +40,17 @@ fn arith(op: BinaryOp, d: Dtype, x: &str, y: &str) -> String {
             BinaryOp::Rem => "false".to_string(),
             BinaryOp::Pow => format!("({x} || !{y})"),
             BinaryOp::Atan2 => format!("(atan2((double){x}, (double){y}) != 0.0)"),
+            BinaryOp::BitAnd => format!("({x} & {y})"),
+            BinaryOp::BitOr => format!("({x} | {y})"),
+            BinaryOp::BitXor => format!("({x} ^ {y})"),
+            // Ops promote bool to uint8 for shifts.
+            BinaryOp::LeftShift | BinaryOp::RightShift => "false".to_string(),
             _ => unreachable!("comparisons are handled by the caller"),
         };
+    }
+    if d.is_float() && op.is_bitwise() {
+        // Ops never build these (binary.rs of the CPU refuses them too).
+        return "0".to_string();
     }
     if d.is_float() {
         let pow = if d == Dtype::F64 { "pow" } else { "powf" };
@@ -91,6 +100,12 @@ fn arith(op: BinaryOp, d: Dtype, x: &str, y: &str) -> String {
         BinaryOp::Maximum => format!("({y} > {x} ? {y} : {x})"),
         BinaryOp::Minimum => format!("({y} < {x} ? {y} : {x})"),
         BinaryOp::Atan2 => format!("(({ct})atan2((double){x}, (double){y}))"),
+        BinaryOp::BitAnd => format!("(({ct})({x} & {y}))"),
+        BinaryOp::BitOr => format!("(({ct})({x} | {y}))"),
+        BinaryOp::BitXor => format!("(({ct})({x} ^ {y}))"),
+        // The shift modulo the width, as the CPU's wrapping_shl/shr.
+        BinaryOp::LeftShift => format!("(({ct})(({u}){x} << ((unsigned int){y} & {w})))", w = d.size() * 8 - 1),
+        BinaryOp::RightShift => format!("(({ct})({x} >> ((unsigned int){y} & {w})))", w = d.size() * 8 - 1),
         _ => unreachable!("comparisons are handled by the caller"),
     }
 }

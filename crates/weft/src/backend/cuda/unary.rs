@@ -83,6 +83,7 @@ exprs! {
     Arctanh: "atanh{f}({x})";
     Log1p: "log1p{f}({x})";
     Expm1: "expm1{f}({x})";
+    Erfinv: "erfinv{f}({x})";
     Log2: "log2{f}({x})";
     Log10: "log10{f}({x})";
 }
