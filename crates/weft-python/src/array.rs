@@ -9,7 +9,7 @@ use crate::errors::{eval_error, OpResult};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyList, PyString, PyTuple};
 use std::sync::RwLock;
 use weft::{ops, Array, Dtype};
 
@@ -53,6 +53,7 @@ fn binop(
     f: fn(&Array, &Array) -> weft::Result<Array>,
 ) -> PyResult<Py<PyAny>> {
     let py = a.py();
+    reject_sequences(a, b)?;
     let (x, y) = match operands(a, b) {
         Ok(xy) => xy,
         Err(e) if e.is_instance_of::<PyTypeError>(py) => return Ok(py.NotImplemented()),
@@ -61,9 +62,24 @@ fn binop(
     Ok(PyArray::from(f(&x, &y).py()?).into_pyobject(py)?.into_any().unbind())
 }
 
+/// As in MLX, arithmetic with a list, tuple or str is a `ValueError`
+/// (build an array from the list first).
+fn reject_sequences(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<()> {
+    for x in [a, b] {
+        if x.is_instance_of::<PyList>() || x.is_instance_of::<PyTuple>() || x.is_instance_of::<PyString>() {
+            return Err(PyValueError::new_err(format!(
+                "cannot combine an array with an object of type {} (make an array of it first)",
+                x.get_type().name()?
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// `a op= b`: `a` now refers to `f(a, b)`. `b` is converted before the
 /// update (converting may read other arrays, this one included).
 fn inplace(a: &Bound<'_, PyArray>, b: &Bound<'_, PyAny>, f: fn(&Array, &Array) -> weft::Result<Array>) -> PyResult<()> {
+    reject_sequences(a.as_any(), b)?;
     let (_, y) = operands(a.as_any(), b)?;
     a.get().update(|cur| f(cur, &y).py())
 }
@@ -435,7 +451,24 @@ impl PyArray {
         ops::abs(&self.array()).py().map(PyArray::from)
     }
 
+    /// Elementwise comparison with an array, a scalar or a NumPy array. As
+    /// in MLX, `==` with anything else (a list, a tuple, a str) is `False`
+    /// and `!=` is `True`; ordering against them is a `ValueError`.
     fn __richcmp__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let comparable = other.is_instance_of::<PyArray>()
+            || crate::convert::Scalar::extract(other)?.is_some()
+            || other.hasattr("__array_interface__")?;
+        if !comparable {
+            return match op {
+                CompareOp::Eq => Ok(false.into_pyobject(py)?.to_owned().into_any().unbind()),
+                CompareOp::Ne => Ok(true.into_pyobject(py)?.to_owned().into_any().unbind()),
+                _ => Err(PyValueError::new_err(format!(
+                    "cannot order an array and an object of type {}",
+                    other.get_type().name()?
+                ))),
+            };
+        }
         let f = match op {
             CompareOp::Eq => ops::equal,
             CompareOp::Ne => ops::not_equal,
@@ -520,6 +553,76 @@ impl PyArray {
             Some(d) => out.call_method1("astype", (d,)),
             None => Ok(out),
         }
+    }
+
+    /// The buffer protocol: `memoryview(a)`, `numpy.array(a, copy=False)`.
+    /// The evaluated buffer itself, with its strides, writable as in MLX
+    /// (see `interop.rs`).
+    unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut pyo3::ffi::Py_buffer, flags: std::ffi::c_int) -> PyResult<()> {
+        // SAFETY: CPython passes its `Py_buffer` to `bf_getbuffer`.
+        unsafe { crate::interop::get_buffer(&slf, view, flags) }
+    }
+
+    unsafe fn __releasebuffer__(_slf: Bound<'_, Self>, view: *mut pyo3::ffi::Py_buffer) {
+        // SAFETY: `view` was filled by `__getbuffer__` and is released once.
+        unsafe { crate::interop::release_buffer(view) }
+    }
+
+    /// A DLPack capsule viewing the evaluated buffer (on the CPU).
+    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
+    fn __dlpack__(
+        &self,
+        py: Python<'_>,
+        stream: Option<&Bound<'_, PyAny>>,
+        max_version: Option<&Bound<'_, PyAny>>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = (stream, max_version); // CPU data: nothing to order; the unversioned ABI.
+        crate::interop::dlpack(py, &self.array(), dl_device, copy)
+    }
+
+    /// `(1, 0)`: DLPack's CPU device (exports are host memory).
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (1, 0)
+    }
+
+    /// The array API namespace: `weft.core`.
+    #[pyo3(signature = (*, api_version = None))]
+    fn __array_namespace__<'py>(&self, py: Python<'py>, api_version: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyModule>> {
+        let _ = api_version;
+        py.import("weft.core")
+    }
+
+    /// Pickling: the class, a placeholder value, and the state (the bytes,
+    /// shape and dtype name) that `__setstate__` restores.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let a = slf.get().array();
+        let bytes = crate::convert::native_bytes(py, &a)?;
+        let state = (pyo3::types::PyBytes::new(py, &bytes), PyTuple::new(py, a.shape())?, a.dtype().name());
+        (slf.get_type(), (0,), state).into_pyobject(py)
+    }
+
+    fn __setstate__(&self, state: (Vec<u8>, Vec<usize>, String)) -> PyResult<()> {
+        let (bytes, shape, dtype) = state;
+        let dtype = Dtype::from_name(&dtype).ok_or_else(|| PyValueError::new_err(format!("unknown dtype {dtype:?} in a pickled array")))?;
+        let a = Array::from_bytes(&bytes, dtype, &shape).py()?;
+        self.update(|_| Ok(a))
+    }
+
+    /// `format(a, spec)`: a 0-d array formats as its element; an empty
+    /// spec gives `str(a)`; other arrays refuse a spec, as in MLX.
+    fn __format__(&self, py: Python<'_>, spec: &str) -> PyResult<String> {
+        let a = self.array();
+        if spec.is_empty() {
+            return crate::repr::repr(py, &a);
+        }
+        if a.ndim() != 0 {
+            return Err(PyTypeError::new_err("unsupported format string passed to weft.core.array.__format__"));
+        }
+        let builtins = py.import("builtins")?;
+        builtins.call_method1("format", (item(py, &a)?, spec))?.extract()
     }
 
     /// The stream this array is computed on.

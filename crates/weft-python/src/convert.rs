@@ -101,7 +101,18 @@ fn to_array_at(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>, depth: usize) -> PyR
     if ob.is_instance_of::<PyList>() || ob.is_instance_of::<PyTuple>() {
         return from_sequence(ob, dtype, depth);
     }
-    if ob.hasattr("__array_interface__")? || ob.hasattr("__array__")? {
+    if ob.is_instance_of::<PyBytes>() || ob.is_instance_of::<PyByteArray>() {
+        // A bytes-like object is its bytes, as uint8 (MLX's reading of
+        // the buffer protocol).
+        let v: Vec<u8> = ob.extract()?;
+        let n = v.len();
+        let a = Array::from_vec(v, &[n]).py()?;
+        return match dtype {
+            Some(d) => ops::astype(&a, d).py(),
+            None => Ok(a),
+        };
+    }
+    if ob.hasattr("__array_interface__")? || ob.hasattr("__array__")? || ob.is_instance_of::<pyo3::types::PyMemoryView>() {
         let a = from_numpy(ob)?;
         return match dtype {
             Some(d) if d != a.dtype() => {
@@ -155,7 +166,8 @@ fn walk(
         if ob.is_instance_of::<PyArray>() || ob.hasattr("__array_interface__")? {
             return Ok(Err(HoldsArrays));
         }
-        return Err(PyTypeError::new_err(format!(
+        // MLX: a list holding something that is not a number is a ValueError.
+        return Err(PyValueError::new_err(format!(
             "cannot make an array element from an object of type {}",
             ob.get_type().name()?
         )));
@@ -226,6 +238,13 @@ fn from_numpy(ob: &Bound<'_, PyAny>) -> PyResult<Array> {
         return Err(PyValueError::new_err(format!("cannot convert a NumPy array of dtype {name} to a weft array")));
     };
     let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
+    if let Some(&d) = shape.iter().find(|&&d| d > i32::MAX as usize) {
+        // MLX's limit (and message): shapes are 32-bit there.
+        return Err(pyo3::exceptions::PyOverflowError::new_err(format!(
+            "Shape dimension {d} is outside the supported range [-2147483648, 2147483647]. \
+             MLX currently uses 32-bit integers for shape dimensions."
+        )));
+    }
     let bytes = arr.call_method0("tobytes")?;
     let bytes = bytes.cast::<PyBytes>()?.as_bytes();
     // Reserved before it is allocated (MemoryError past the limit); bool
@@ -302,6 +321,12 @@ pub fn tolist<'py>(py: Python<'py>, a: &Array) -> PyResult<Bound<'py, PyAny>> {
         }
     }
     with_dtype!(a.dtype(), T => nest(py, &read::<T>(py, a)?, a.shape(), a.dtype()))
+}
+
+/// The elements of `a` in row-major order as native-endian bytes
+/// (evaluating it; the GIL is released meanwhile).
+pub fn native_bytes(py: Python<'_>, a: &Array) -> PyResult<Vec<u8>> {
+    with_dtype!(a.dtype(), T => Ok(as_bytes(&read::<T>(py, a)?).to_vec()))
 }
 
 /// `numpy.array(a)`: a new, writable NumPy array with `a`'s dtype.

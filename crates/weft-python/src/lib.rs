@@ -9,7 +9,8 @@
 //! `args.rs` (shared argument types), `errors.rs`, `repr.rs`; the submodules
 //! `random.rs` (`weft.core.random`), `fast.rs` (`weft.core.fast`) and
 //! `linalg.rs` (`weft.core.linalg`), and
-//! `io.rs` (`load`, `save_safetensors`).
+//! `io.rs` (`load`, `save`, `savez`, `save_safetensors`, `save_gguf`) and
+//! `interop.rs` (buffer protocol, DLPack, `asarray`).
 
 mod args;
 mod array;
@@ -19,6 +20,7 @@ mod dtype;
 mod errors;
 mod fast;
 mod indexing;
+mod interop;
 mod io;
 mod linalg;
 mod layout;
@@ -46,6 +48,7 @@ fn weft_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     layout::register(m)?;
     runtime::register(m)?;
     io::register(m)?;
+    interop::register(m)?;
     random::register(m)?;
     fast::register(m)?;
     linalg::register(m)?;

@@ -144,6 +144,41 @@ impl Array {
         Ok(Array::from_data(Data::cpu(buffer, shape), dtype))
     }
 
+    /// An array whose evaluation fails with `error` (as does every array
+    /// computed from it): how a reader reports, at evaluation as MLX does,
+    /// data that a file's header promised and the file lacks.
+    pub(crate) fn failed(shape: &[usize], dtype: Dtype, error: Error) -> Array {
+        Array::with_state(shape.to_vec(), dtype, current_stream(), None, NodeState::done(Err(error)))
+    }
+
+    /// An evaluated array viewing `buffer` through `layout` (strides in
+    /// elements, possibly 0 or negative, and an offset), as a DLPack or
+    /// buffer-protocol import keeps the producer's strides. Every element
+    /// the layout reaches must lie in the buffer, and the dtype is the
+    /// buffer's.
+    pub fn from_strided(buffer: CpuBuffer, layout: crate::shape::Layout) -> Result<Array> {
+        let dtype = buffer.dtype();
+        check_shape(&layout.shape, dtype.size())?;
+        if layout.strides.len() != layout.shape.len() {
+            return Err(Error::Shape(format!("{} strides for shape {:?}", layout.strides.len(), layout.shape)));
+        }
+        if layout.numel() > 0 {
+            let (mut lo, mut hi) = (layout.offset as i128, layout.offset as i128);
+            for (&d, &s) in layout.shape.iter().zip(&layout.strides) {
+                let reach = (d as i128 - 1) * s as i128;
+                if reach < 0 { lo += reach } else { hi += reach }
+            }
+            if lo < 0 || hi >= buffer.data.len() as i128 {
+                return Err(Error::Shape(format!(
+                    "layout {layout:?} reaches elements {lo}..={hi} of a buffer of {}",
+                    buffer.data.len()
+                )));
+            }
+        }
+        let data = Data { buffer: Arc::new(crate::buffer::Buffer::Cpu(buffer)), layout };
+        Ok(Array::from_data(data, dtype))
+    }
+
     /// A zero-dimensional array.
     pub fn scalar<T: CpuElement>(v: T) -> Array {
         Array::from_vec(vec![v], &[]).expect("one element fills a scalar")

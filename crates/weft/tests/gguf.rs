@@ -244,7 +244,7 @@ fn specific_corruptions_are_named() {
     expect_io(w.finish(), "bool");
     // Tensors: rank, dims overflow, data past the end, misaligned offset, block size.
     let mut w = Writer::new();
-    w.tensor("t", &[1, 1, 1, 1, 1], 0, vec![0; 4]);
+    w.tensor("t", &[1; 65], 0, vec![0; 4]);
     expect_io(w.finish(), "rank");
     let mut w = Writer::new();
     w.tensor("t", &[1 << 40, 1 << 40], 0, vec![0; 4]);

@@ -43,6 +43,33 @@ pub fn load_safetensors_bytes(bytes: &[u8]) -> Result<HashMap<String, Array>> {
     load_from(bytes, "<bytes>")
 }
 
+/// Arrays by name, and string key/values.
+pub type TensorsAndMetadata = (HashMap<String, Array>, HashMap<String, String>);
+
+/// The tensors of the `.safetensors` file at `path` (memory-mapped, as
+/// [`load_safetensors`] reads it) and the string key/values of its
+/// `__metadata__` (empty when it has none).
+pub fn load_safetensors_with_metadata(path: impl AsRef<Path>) -> Result<TensorsAndMetadata> {
+    let path = path.as_ref();
+    let origin = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|e| Error::Io(format!("{origin}: {e}")))?;
+    if file.metadata().map_err(|e| Error::Io(format!("{origin}: {e}")))?.len() == 0 {
+        return Err(corrupt(&origin, "the file is empty"));
+    }
+    // SAFETY: as in `load_safetensors`: the map is only read, and every
+    // tensor is copied out before it is dropped.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::Io(format!("{origin}: {e}")))?;
+    load_safetensors_bytes_with_metadata(&map, &origin)
+}
+
+/// [`load_safetensors_with_metadata`] of a file held in memory; `origin`
+/// names it in errors.
+pub fn load_safetensors_bytes_with_metadata(bytes: &[u8], origin: &str) -> Result<TensorsAndMetadata> {
+    let tensors = load_from(bytes, origin)?;
+    let (_, meta) = SafeTensors::read_metadata(bytes).map_err(|e| corrupt(origin, e))?;
+    Ok((tensors, meta.metadata().clone().unwrap_or_default()))
+}
+
 fn load_from(bytes: &[u8], origin: &str) -> Result<HashMap<String, Array>> {
     let st = SafeTensors::deserialize(bytes).map_err(|e| corrupt(origin, e))?;
     let mut out = HashMap::new();
@@ -104,6 +131,9 @@ fn dtype_of(d: StDtype) -> Result<Dtype> {
         StDtype::BF16 => Dtype::BF16,
         StDtype::F32 => Dtype::F32,
         StDtype::F64 => Dtype::F64,
+        // 8-bit floats have no weft dtype: their bytes load as uint8, as
+        // in MLX (`from_fp8` decodes them).
+        StDtype::F8_E4M3 | StDtype::F8_E5M2 => Dtype::U8,
         other => return Err(Error::Dtype(format!("weft has no dtype for safetensors {other:?}"))),
     })
 }
@@ -126,33 +156,20 @@ fn st_dtype(d: Dtype) -> StDtype {
     }
 }
 
-/// Little-endian bytes of `a` (evaluating it).
-fn to_bytes(a: &Array) -> Result<Vec<u8>> {
-    fn le<T: CpuElement, const N: usize>(a: &Array, f: impl Fn(T) -> [u8; N]) -> Result<Vec<u8>> {
-        Ok(a.to_vec::<T>()?.into_iter().flat_map(f).collect())
-    }
-    match a.dtype() {
-        Dtype::Bool => le(a, |b: bool| [b as u8]),
-        Dtype::U8 => le(a, |b: u8| [b]),
-        Dtype::U16 => le(a, u16::to_le_bytes),
-        Dtype::U32 => le(a, u32::to_le_bytes),
-        Dtype::U64 => le(a, u64::to_le_bytes),
-        Dtype::I8 => le(a, i8::to_le_bytes),
-        Dtype::I16 => le(a, i16::to_le_bytes),
-        Dtype::I32 => le(a, i32::to_le_bytes),
-        Dtype::I64 => le(a, i64::to_le_bytes),
-        Dtype::F16 => le(a, |x: f16| x.to_bits().to_le_bytes()),
-        Dtype::BF16 => le(a, |x: bf16| x.to_bits().to_le_bytes()),
-        Dtype::F32 => le(a, f32::to_le_bytes),
-        Dtype::F64 => le(a, f64::to_le_bytes),
-    }
-}
-
 /// The bytes of a safetensors file holding `tensors` (evaluated as needed).
 pub fn save_safetensors_bytes<'a>(tensors: impl IntoIterator<Item = (&'a str, &'a Array)>) -> Result<Vec<u8>> {
+    save_safetensors_with_metadata(tensors, None)
+}
+
+/// The bytes of a safetensors file holding `tensors` and, when given, the
+/// string key/values `metadata` (its `__metadata__`).
+pub fn save_safetensors_with_metadata<'a>(
+    tensors: impl IntoIterator<Item = (&'a str, &'a Array)>,
+    metadata: Option<HashMap<String, String>>,
+) -> Result<Vec<u8>> {
     let mut owned = Vec::new();
     for (name, a) in tensors {
-        owned.push((name.to_string(), a.dtype(), a.shape().to_vec(), to_bytes(a)?));
+        owned.push((name.to_string(), a.dtype(), a.shape().to_vec(), super::le_bytes(a)?));
     }
     let views = owned
         .iter()
@@ -162,7 +179,7 @@ pub fn save_safetensors_bytes<'a>(tensors: impl IntoIterator<Item = (&'a str, &'
                 .map_err(|e| Error::Io(format!("tensor {name:?}: {e}")))
         })
         .collect::<Result<Vec<_>>>()?;
-    safetensors::serialize(views, None).map_err(|e| Error::Io(format!("writing safetensors: {e}")))
+    safetensors::serialize(views, metadata).map_err(|e| Error::Io(format!("writing safetensors: {e}")))
 }
 
 /// Writes `tensors` to a `.safetensors` file.

@@ -21,8 +21,10 @@
 //! ```
 
 mod quant;
+mod write;
 
 pub use quant::GgmlType;
+pub use write::{save_gguf, save_gguf_bytes};
 
 use crate::buffer::CpuBuffer;
 use crate::{Array, Dtype, Error, Result};
@@ -32,8 +34,9 @@ use std::path::Path;
 
 /// Alignment of the data section and of each tensor when the file does not say.
 pub const DEFAULT_ALIGNMENT: u64 = 32;
-/// ggml's limit on a tensor's rank.
-const MAX_DIMS: u32 = 4;
+/// The highest tensor rank read: ggml's own tensors have at most 4 dims,
+/// but GGUF does not limit them and MLX writes arrays of any rank.
+const MAX_DIMS: u32 = crate::shape::MAX_NDIM as u32;
 /// Arrays nested deeper than this are rejected (no real file nests at all).
 const MAX_NESTING: usize = 8;
 
@@ -443,6 +446,30 @@ impl Gguf {
 
     fn info_or_err(&self, name: &str) -> Result<&TensorInfo> {
         self.tensor_info(name).ok_or_else(|| Error::Io(format!("{}: no tensor named {name:?}", self.origin)))
+    }
+
+    /// The tensor `name` as an array of its own type: float32, float16,
+    /// bfloat16, float64 and the signed integers (GGML's `I8` .. `I64`)
+    /// keep their dtype; the quantized types weft reads (`Q4_0`, `Q4_1`,
+    /// `Q8_0`) are dequantized to float16, as MLX does for quantized
+    /// formats it does not keep packed.
+    pub fn array(&self, name: &str) -> Result<Array> {
+        let t = self.info_or_err(name)?;
+        let native = match t.ty {
+            GgmlType::F32 => Some(Dtype::F32),
+            GgmlType::F16 => Some(Dtype::F16),
+            GgmlType::BF16 => Some(Dtype::BF16),
+            GgmlType::Other(24) => Some(Dtype::I8),
+            GgmlType::Other(25) => Some(Dtype::I16),
+            GgmlType::Other(26) => Some(Dtype::I32),
+            GgmlType::Other(27) => Some(Dtype::I64),
+            GgmlType::Other(28) => Some(Dtype::F64),
+            _ => None,
+        };
+        match native {
+            Some(dtype) => super::from_bytes(self.tensor_bytes(name)?, dtype, &t.shape(), false),
+            None => self.tensor(name, Dtype::F16),
+        }
     }
 
     /// The tensor `name` dequantized to `dtype` (`F32`, `F16` or `BF16`),
