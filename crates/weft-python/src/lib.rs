@@ -3,7 +3,7 @@
 //! or copies array data.
 //!
 //! Layout: `array.rs` (the array class), `ops.rs` (module-level ops),
-//! `indexing.rs`, `convert.rs` (Python values <-> arrays), `device.rs`
+//! `indexing.rs`, `conv.rs` (convolutions, `as_strided`), `convert.rs` (Python values <-> arrays), `device.rs`
 //! (devices and streams), `runtime.rs` (eval, memory), `dtype.rs`,
 //! `args.rs` (shared argument types), `errors.rs`, `repr.rs`; the submodules
 //! `random.rs` (`weft.core.random`), `fast.rs` (`weft.core.fast`) and
@@ -12,6 +12,7 @@
 
 mod args;
 mod array;
+mod conv;
 mod convert;
 mod device;
 mod dtype;
@@ -39,6 +40,7 @@ fn weft_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     device::register(m)?;
     ops::register(m)?;
     math::register(m)?;
+    conv::register(m)?;
     runtime::register(m)?;
     io::register(m)?;
     random::register(m)?;
