@@ -4,7 +4,8 @@
 //!
 //! Layout: `array.rs` (the array class), `ops.rs` (module-level ops),
 //! `math.rs` and `layout.rs` (the rest of mlx.core's functions),
-//! `indexing.rs` (reads, writes, `a.at[...]`), `convert.rs` (Python values <-> arrays), `device.rs`
+//! `indexing.rs` (reads, writes, `a.at[...]`), `conv.rs` (convolutions, `as_strided`),
+//! `convert.rs` (Python values <-> arrays), `device.rs`
 //! (devices and streams), `runtime.rs` (eval, memory), `dtype.rs`,
 //! `args.rs` (shared argument types), `errors.rs`, `repr.rs`; the submodules
 //! `random.rs` (`weft.core.random`), `fast.rs` (`weft.core.fast`) and
@@ -14,6 +15,7 @@
 
 mod args;
 mod array;
+mod conv;
 mod convert;
 mod device;
 mod dtype;
@@ -46,6 +48,7 @@ fn weft_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     math::register(m)?;
     layout::register(m)?;
+    conv::register(m)?;
     runtime::register(m)?;
     io::register(m)?;
     interop::register(m)?;

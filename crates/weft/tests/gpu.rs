@@ -939,3 +939,35 @@ fn bitwise_ops_and_scatter_match_cpu() {
     same_as_cpu("scatter add", 0.0, || scatter(&x, &p, &u, Some(weft::primitive::ReduceOp::Sum)));
     same_as_cpu("scatter", 0.0, || scatter(&x, &p, &u, None));
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn conv_matches_cpu() {
+    let _s = serial();
+    use ops::ConvPadding;
+    for (i, d) in FLOATS.iter().copied().enumerate() {
+        let rel = tolerance(d).max(1e-5) * 8.0;
+        let s = 3000 + 10 * i as u64;
+        // 1-D: stride, asymmetric padding, kernel dilation, groups.
+        let x = random(&[2, 11, 6], d, -1.0, 1.0, s);
+        let w = random(&[4, 3, 3], d, -1.0, 1.0, s + 1);
+        same_as_cpu(&format!("conv1d groups {d}"), rel, || {
+            ops::conv_general(&x, &w, &[2], &ConvPadding::LoHi(vec![1], vec![2]), &[2], &[1], 2, false)
+        });
+        // 2-D: input dilation and flip (a transposed convolution), strided input.
+        let x = random(&[2, 5, 7, 3], d, -1.0, 1.0, s + 2);
+        let w = random(&[5, 3, 2, 3], d, -1.0, 1.0, s + 3);
+        same_as_cpu(&format!("conv_transpose2d {d}"), rel, || ops::conv_transpose2d(&x, &w, [2, 1], [1, 0], [1, 2], [1, 0], 1));
+        let xt = random(&[3, 7, 5, 2], d, -1.0, 1.0, s + 4);
+        same_as_cpu(&format!("conv2d of a transposed input {d}"), rel, || {
+            ops::conv2d(&ops::transpose(&xt, &[3, 2, 1, 0])?, &w, [1, 2], [1, 1], [1, 1], 1)
+        });
+        // 3-D, depthwise.
+        let x = random(&[1, 4, 5, 3, 4], d, -1.0, 1.0, s + 5);
+        let w = random(&[4, 2, 3, 2, 1], d, -1.0, 1.0, s + 6);
+        same_as_cpu(&format!("conv3d depthwise {d}"), rel, || ops::conv3d(&x, &w, [1, 2, 1], [1, 1, 0], [1, 1, 2], 4));
+    }
+    // as_strided is a view on the GPU too.
+    let a = random(&[4, 6], Dtype::F32, -1.0, 1.0, 3100);
+    same_as_cpu("as_strided", 0.0, || ops::as_strided(&ops::transpose(&a, &[1, 0])?, &[3, 4], &[5, 1], 2));
+}

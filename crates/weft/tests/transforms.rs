@@ -223,6 +223,16 @@ fn cases() -> Vec<(&'static str, Fun, Vec<Vec<usize>>)> {
         c(Arc::new(|x| ops::cumsum(&x[0], Some(0), true, false)), "cumsum (reverse, exclusive)", &[&[3, 2]]),
         c(Arc::new(|x| ops::sort(&x[0], Some(0))), "sort", &[&[3, 2]]),
         c(Arc::new(|x| ops::multiply(&x[0], &ops::astype(&ops::argsort(&x[0], Some(1))?, Dtype::F64)?)), "argsort", &[&[2, 3]]),
+        c(Arc::new(|x| ops::conv1d(&x[0], &x[1], 2, 1, 1, 2)), "conv1d (stride, padding, groups)", &[&[2, 5, 4], &[4, 3, 2]]),
+        c(
+            Arc::new(|x| ops::conv_general(&x[0], &x[1], &[1, 2], &ops::ConvPadding::LoHi(vec![1, 0], vec![0, 2]), &[2, 1], &[1, 2], 1, true)),
+            "conv_general (dilations, flip, asymmetric padding)",
+            &[&[1, 4, 3, 2], &[2, 2, 2, 2]],
+        ),
+        // The weight first: batching only the first input batches the weight.
+        c(Arc::new(|x| ops::conv_general(&x[1], &x[0], &[1], &ops::ConvPadding::LoHi(vec![2], vec![-1]), &[1], &[1], 2, false)), "conv (weight first, groups)", &[&[4, 2, 1], &[1, 5, 2]]),
+        c(Arc::new(|x| ops::conv_transpose1d(&x[0], &x[1], 2, 1, 1, 1, 1)), "conv_transpose1d", &[&[1, 3, 2], &[2, 3, 2]]),
+        c(Arc::new(|x| ops::as_strided(&x[0], &[2, 3], &[1, 2], 1)), "as_strided", &[&[2, 4]]),
         c(Arc::new(|x| weft::fast::rms_norm(&x[0], Some(&x[1]), 1e-5)), "rms_norm", &[&[2, 4], &[4]]),
         c(Arc::new(|x| weft::fast::layer_norm(&x[0], Some(&x[1]), Some(&x[2]), 1e-5)), "layer_norm", &[&[2, 4], &[4], &[4]]),
         c(Arc::new(|x| weft::fast::layer_norm(&x[0], None, None, 1e-5)), "layer_norm (no affine)", &[&[2, 4]]),

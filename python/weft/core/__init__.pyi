@@ -573,3 +573,81 @@ class CompiledFunction:
 def compile(fun: Callable[..., Any], inputs: Any = None, outputs: Any = None, shapeless: bool = False) -> CompiledFunction: ...
 def disable_compile() -> None: ...
 def enable_compile() -> None: ...
+
+# Convolutions: channels-last inputs [N, ..., C_in], weights [C_out, ...kernel, C_in / groups].
+def conv1d(input: array, weight: array, /, stride: int = 1, padding: int = 0, dilation: int = 1, groups: int = 1, *, stream: StreamOrDevice = None) -> array: ...
+def conv2d(
+    input: array,
+    weight: array,
+    /,
+    stride: Union[int, tuple[int, int]] = 1,
+    padding: Union[int, tuple[int, int]] = 0,
+    dilation: Union[int, tuple[int, int]] = 1,
+    groups: int = 1,
+    *,
+    stream: StreamOrDevice = None,
+) -> array: ...
+def conv3d(
+    input: array,
+    weight: array,
+    /,
+    stride: Union[int, tuple[int, int, int]] = 1,
+    padding: Union[int, tuple[int, int, int]] = 0,
+    dilation: Union[int, tuple[int, int, int]] = 1,
+    groups: int = 1,
+    *,
+    stream: StreamOrDevice = None,
+) -> array: ...
+def conv_general(
+    input: array,
+    weight: array,
+    /,
+    stride: Union[int, Sequence[int]] = 1,
+    padding: Union[int, Sequence[int], tuple[Sequence[int], Sequence[int]]] = 0,
+    kernel_dilation: Union[int, Sequence[int]] = 1,
+    input_dilation: Union[int, Sequence[int]] = 1,
+    groups: int = 1,
+    flip: bool = False,
+    *,
+    stream: StreamOrDevice = None,
+) -> array: ...
+def conv_transpose1d(
+    input: array,
+    weight: array,
+    /,
+    stride: int = 1,
+    padding: int = 0,
+    dilation: int = 1,
+    output_padding: int = 0,
+    groups: int = 1,
+    *,
+    stream: StreamOrDevice = None,
+) -> array: ...
+def conv_transpose2d(
+    input: array,
+    weight: array,
+    /,
+    stride: Union[int, tuple[int, int]] = 1,
+    padding: Union[int, tuple[int, int]] = 0,
+    dilation: Union[int, tuple[int, int]] = 1,
+    output_padding: Union[int, tuple[int, int]] = 0,
+    groups: int = 1,
+    *,
+    stream: StreamOrDevice = None,
+) -> array: ...
+def conv_transpose3d(
+    input: array,
+    weight: array,
+    /,
+    stride: Union[int, tuple[int, int, int]] = 1,
+    padding: Union[int, tuple[int, int, int]] = 0,
+    dilation: Union[int, tuple[int, int, int]] = 1,
+    output_padding: Union[int, tuple[int, int, int]] = 0,
+    groups: int = 1,
+    *,
+    stream: StreamOrDevice = None,
+) -> array: ...
+def convolve(a: array, v: array, /, mode: str = "full", *, stream: StreamOrDevice = None) -> array: ...
+def as_strided(
+    a: array, /, shape: Optional[Sequence[int]] = None, strides: Optional[Sequence[int]] = None, offset: int = 0, *, stream: StreamOrDevice = None
+) -> array: ...

@@ -10,7 +10,10 @@ from weft.nn.layers import (
     Mish, MultiHeadAttention, PReLU, ReLU, ReLU6, RMSNorm, RoPE, Sequential, Sigmoid, SiLU,
     SinusoidalPositionalEncoding, Softmax, Softplus, Softshrink, Softsign, Step, Tanh,
 )
+from weft.nn.convolution import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from weft.nn.module import Module
+from weft.nn.pooling import AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d
+from weft.nn.recurrent import GRU, LSTM, RNN
 from weft.nn.transformer import (
     Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
 )

@@ -2,6 +2,7 @@
 //! them), applies NumPy broadcasting and MLX's type promotion, and returns a
 //! lazy [`Array`] on the calling thread's current stream. No op computes.
 
+mod conv;
 mod creation;
 mod einsum;
 mod elementwise;
@@ -18,6 +19,8 @@ mod shape;
 mod softmax;
 mod sort;
 
+pub use conv::{conv1d, conv2d, conv3d, conv_general, conv_transpose1d, conv_transpose2d, conv_transpose3d, convolve, ConvPadding};
+pub(crate) use conv::conv_node;
 pub use creation::{arange, bartlett, blackman, eye, full, hamming, hanning, linspace, ones, tri, tril, triu, zeros};
 pub use einsum::{einsum, einsum_path};
 pub use elementwise::*;
@@ -31,7 +34,7 @@ pub use softmax::{logsumexp, softmax};
 pub use scan::{cummax, cummin, cumprod, cumsum, logcumsumexp};
 pub use sort::{argpartition, argsort, median, partition, searchsorted, sort, topk};
 pub use shape::{
-    atleast_nd, broadcast_arrays, broadcast_to, concatenate, diag, diagonal, expand_dims, flatten, flip, kron, meshgrid, moveaxis, pad, repeat,
+    as_strided, atleast_nd, broadcast_arrays, broadcast_to, concatenate, diag, diagonal, expand_dims, flatten, flip, kron, meshgrid, moveaxis, pad, repeat,
     reshape, roll, slice, split, squeeze, stack, swapaxes, tile, trace, transpose, unflatten, unstack, PadMode, SliceArg,
 };
 

@@ -4,7 +4,7 @@
 use super::{arange, astype};
 use crate::dtype::Dtype;
 use crate::primitive::Primitive;
-use crate::shape::{broadcast_shapes, checked_numel, normalize_axis, Axes};
+use crate::shape::{broadcast_shapes, checked_numel, normalize_axis, numel, Axes};
 use crate::{bail, Array, Result};
 
 /// Same elements in a new shape; one dimension may be `-1` (inferred).
@@ -554,4 +554,40 @@ pub fn kron(a: &Array, b: &Array) -> Result<Array> {
     let p = super::multiply(&reshape(a, &ia)?, &reshape(b, &ib)?)?;
     let out: Vec<isize> = sa.iter().zip(&sb).map(|(&x, &y)| (x * y) as isize).collect();
     reshape(&p, &out)
+}
+
+/// A view of `a`'s elements (in row-major order) with any shape and
+/// element strides: element `idx` is element `offset + sum(idx[k] *
+/// strides[k])` of `a` flattened, as `mlx.core.as_strided`. Every element
+/// the view can read must lie inside `a` (an `InvalidArgument` error
+/// otherwise), so a view never reads outside its buffer.
+///
+/// ```
+/// use weft::{ops, Array};
+/// let a = Array::from_slice(&[0.0f32, 1.0, 2.0, 3.0, 4.0], &[5]).unwrap();
+/// // Overlapping windows of 3, one element apart.
+/// let w = ops::as_strided(&a, &[3, 3], &[1, 1], 0).unwrap();
+/// assert_eq!(w.to_vec::<f32>().unwrap(), vec![0.0, 1.0, 2.0, 1.0, 2.0, 3.0, 2.0, 3.0, 4.0]);
+/// ```
+pub fn as_strided(a: &Array, shape: &[usize], strides: &[isize], offset: usize) -> Result<Array> {
+    if shape.len() != strides.len() {
+        bail!(InvalidArgument, "as_strided: shape {shape:?} and strides {strides:?} have different lengths");
+    }
+    if numel(shape) > 0 {
+        // The lowest and highest element reached, in i128 so no product overflows.
+        let (mut low, mut high) = (offset as i128, offset as i128);
+        for (&d, &s) in shape.iter().zip(strides) {
+            let reach = (d as i128 - 1) * s as i128;
+            if reach < 0 { low += reach } else { high += reach }
+        }
+        if low < 0 || high >= a.size() as i128 {
+            bail!(
+                InvalidArgument,
+                "as_strided: shape {shape:?}, strides {strides:?} and offset {offset} read elements {low}..={high}, outside an array of {} elements",
+                a.size()
+            );
+        }
+    }
+    let flat = reshape(a, &[-1])?;
+    Array::from_op(Primitive::AsStrided { strides: strides.to_vec(), offset }, vec![flat], shape.to_vec(), a.dtype())
 }

@@ -8,7 +8,7 @@
 //! arm of the exhaustive match in [`Primitive::vjp`].
 
 use super::unary::op;
-use super::{BinaryOp, LinalgOp, Primitive, ReduceOp, UnaryOp};
+use super::{BinaryOp, ConvParams, LinalgOp, Primitive, ReduceOp, UnaryOp};
 use crate::ops::fast as fast_ops;
 use crate::ops::{self as o, SliceArg};
 use crate::shape::numel;
@@ -217,6 +217,116 @@ fn sdpa_composed(x: &[Array], scale: f32, causal: bool) -> Result<Array> {
     }
     let out = o::matmul(&o::softmax(&scores, -1)?, &v5)?;
     o::reshape(&out, &[b, hq, l, vs[3] as isize])
+}
+
+/// `v` as isize dimensions.
+fn idims(v: &[usize]) -> Vec<isize> {
+    v.iter().map(|&d| d as isize).collect()
+}
+
+/// The cotangents of a convolution's input `x` and weight `w` from the
+/// output's cotangent `g`.
+///
+/// Input: output `o` read dilated-input position `q = o * s - lo + k *
+/// kd`, so position `q` collects `g[o] w[k]` over `o * s = q + lo - k *
+/// kd`: a convolution of `g` dilated by `s` with the kernel flipped (and
+/// its channel axes swapped within each group), low padding `span - 1 -
+/// lo`, taking every `input_dilation`-th position (its stride).
+/// Weight: tap `k` collects `g[o] x[o * s - lo + k * kd]` over the batch
+/// and `o`: a convolution of `x` (batch and channels swapped) with `g` as
+/// the kernel, stride `kd` and kernel dilation `s`; flipped back when the
+/// forward kernel was flipped.
+fn conv_vjp(p: &ConvParams, x: &Array, w: &Array, g: &Array, needs: &[bool]) -> Result<Vec<Option<Array>>> {
+    let nd = x.ndim();
+    let d = nd - 2;
+    let (xs, ws, gs) = (x.shape(), w.shape(), g.shape());
+    let groups = p.groups;
+    let (cg, og) = (ws[nd - 1], ws[0] / groups);
+    let empty = g.size() == 0;
+    let spatial = 1..=d;
+    let dx = needs[0]
+        .then(|| -> Result<Array> {
+            if empty {
+                return o::zeros(xs, g.dtype());
+            }
+            // [G, og, K.., cg] -> [G, cg, K.., og] -> [G * cg, K.., og].
+            let w5 = o::reshape(w, &idims(&[&[groups, og], &ws[1..nd]].concat()))?;
+            let perm: Vec<isize> = [vec![0, d as isize + 2], spatial.clone().map(|a| a as isize + 1).collect(), vec![1]].concat();
+            let wt = o::reshape(&o::transpose(&w5, &perm)?, &idims(&[&[groups * cg], &ws[1..nd - 1], &[og]].concat()))?;
+            let mut q = ConvParams {
+                stride: p.input_dilation.clone(),
+                padding_lo: vec![0; d],
+                padding_hi: vec![0; d],
+                kernel_dilation: p.kernel_dilation.clone(),
+                input_dilation: p.stride.clone(),
+                groups,
+                flip: !p.flip,
+            };
+            for i in 0..d {
+                let span = (ws[i + 1] as isize - 1) * p.kernel_dilation[i] as isize + 1;
+                let in_len = (xs[i + 1] as isize - 1) * p.input_dilation[i] as isize + 1;
+                let g_len = (gs[i + 1] as isize - 1) * p.stride[i] as isize + 1;
+                q.padding_lo[i] = span - 1 - p.padding_lo[i];
+                q.padding_hi[i] = in_len - g_len + p.padding_lo[i];
+            }
+            o::conv_node(g, &wt, q, xs.to_vec())
+        })
+        .transpose()?;
+    let dw = needs[1]
+        .then(|| -> Result<Array> {
+            if empty || x.size() == 0 {
+                return o::zeros(ws, g.dtype());
+            }
+            let n = xs[0];
+            // x: [N, S.., G, cg] -> [cg, S.., G, N] -> [cg, S.., G * N].
+            let x5 = o::reshape(x, &idims(&[&xs[..nd - 1], &[groups, cg]].concat()))?;
+            let perm: Vec<isize> = [vec![d as isize + 2], spatial.clone().map(|a| a as isize).collect(), vec![d as isize + 1, 0]].concat();
+            let xt = o::reshape(&o::transpose(&x5, &perm)?, &idims(&[&[cg], &xs[1..nd - 1], &[groups * n]].concat()))?;
+            // g: [N, O.., G, og] -> [G, og, O.., N] -> [G * og, O.., N].
+            let g5 = o::reshape(g, &idims(&[&gs[..nd - 1], &[groups, og]].concat()))?;
+            let perm: Vec<isize> = [vec![d as isize + 1, d as isize + 2], spatial.clone().map(|a| a as isize).collect(), vec![0]].concat();
+            let gt = o::reshape(&o::transpose(&g5, &perm)?, &idims(&[&[groups * og], &gs[1..nd - 1], &[n]].concat()))?;
+            let mut q = ConvParams {
+                stride: p.kernel_dilation.clone(),
+                padding_lo: p.padding_lo.clone(),
+                padding_hi: vec![0; d],
+                kernel_dilation: p.stride.clone(),
+                input_dilation: p.input_dilation.clone(),
+                groups,
+                flip: false,
+            };
+            for i in 0..d {
+                let in_len = (xs[i + 1] as isize - 1) * p.input_dilation[i] as isize + 1;
+                let reach = (ws[i + 1] as isize - 1) * p.kernel_dilation[i] as isize + (gs[i + 1] as isize - 1) * p.stride[i] as isize + 1;
+                q.padding_hi[i] = reach - in_len - p.padding_lo[i];
+            }
+            let r = o::conv_node(&xt, &gt, q, [&[cg], &ws[1..nd - 1], &[ws[0]]].concat())?;
+            // [cg, K.., C_out] -> [C_out, K.., cg].
+            let perm: Vec<isize> = [vec![d as isize + 1], spatial.clone().map(|a| a as isize).collect(), vec![0]].concat();
+            let mut r = o::transpose(&r, &perm)?;
+            if p.flip {
+                for a in spatial.clone() {
+                    r = o::flip(&r, a as isize)?;
+                }
+            }
+            Ok(r)
+        })
+        .transpose()?;
+    Ok(vec![dx, dw])
+}
+
+/// The cotangent of the flat input of `as_strided`: each output element's
+/// cotangent added to the input element it reads.
+fn as_strided_vjp(x: &Array, g: &Array, strides: &[isize], offset: usize) -> Result<Array> {
+    let nd = g.ndim();
+    let mut idx = Array::scalar(offset as i64);
+    for (k, (&n, &s)) in g.shape().iter().zip(strides).enumerate() {
+        let mut line = vec![1isize; nd];
+        line[k] = n as isize;
+        let steps = o::multiply(&o::arange(0.0, n as f64, 1.0, Dtype::I64)?, &Array::scalar(s as i64))?;
+        idx = o::add(&idx, &o::reshape(&steps, &line)?)?;
+    }
+    gather_vjp(x, &o::broadcast_to(&idx, g.shape())?, g, 0)
 }
 
 fn binary_vjp(op: BinaryOp, a: &Array, b: &Array, y: &Array, g: &Array, needs: &[bool]) -> Result<Vec<Option<Array>>> {
@@ -553,6 +663,8 @@ impl Primitive {
             ),
             // A rotation: its transpose rotates by the opposite angle.
             Primitive::Rope(p) => one(fast_ops::rope(g, p.dims, p.traditional, p.base, -p.scale, p.offset)),
+            Primitive::Conv(p) => conv_vjp(p, x, &inputs[1], g, needs),
+            Primitive::AsStrided { strides, offset } => one(as_strided_vjp(x, g, strides, *offset)),
             Primitive::Sdpa { scale, causal } => {
                 let mut needs = needs.to_vec();
                 if let Some(m) = needs.get_mut(3) {

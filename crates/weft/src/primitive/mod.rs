@@ -185,6 +185,48 @@ primitives! {
     /// (`linalg`); several results are packed into one output row per
     /// matrix ([`LinalgOp::pieces`]). CPU only: GPU streams run it on the host.
     Linalg(LinalgOp),
+    /// `conv_general`: inputs (x `[N, ...spatial, C_in]`, w `[C_out,
+    /// ...kernel, C_in / groups]`), output `[N, ...out, C_out]`.
+    Conv(ConvParams),
+    /// A view of its (1-D) input's elements: element `idx` of the output is
+    /// input element `offset + sum(idx[k] * strides[k])`, which the op has
+    /// checked lies inside the input.
+    AsStrided { strides: Vec<isize>, offset: usize },
+}
+
+/// The parameters of [`Primitive::Conv`] (one entry per spatial axis),
+/// with `mlx.core.conv_general`'s meaning. Output position `o` of an axis
+/// reads input-dilated, padded position `o * stride + k * kernel_dilation`
+/// for kernel taps `k` (`K - 1 - k` of the weight when `flip`); the
+/// input-dilated axis has the input's elements at multiples of
+/// `input_dilation` and zeros between, and `padding_lo`/`padding_hi` zeros
+/// around it (negative padding cuts). Channels split into `groups`
+/// independent convolutions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConvParams {
+    pub stride: Vec<usize>,
+    pub padding_lo: Vec<isize>,
+    pub padding_hi: Vec<isize>,
+    pub kernel_dilation: Vec<usize>,
+    pub input_dilation: Vec<usize>,
+    pub groups: usize,
+    pub flip: bool,
+}
+
+impl ConvParams {
+    /// The output length of spatial axis `i` for an input of length `n` and
+    /// a kernel of `k` taps: 0 when the padded input is shorter than the
+    /// dilated kernel.
+    pub fn out_len(&self, i: usize, n: usize, k: usize) -> usize {
+        let dilated = if n == 0 { 0 } else { (n as isize - 1) * self.input_dilation[i] as isize + 1 };
+        let padded = dilated + self.padding_lo[i] + self.padding_hi[i];
+        let span = (k as isize - 1) * self.kernel_dilation[i] as isize + 1;
+        if k == 0 || padded < span {
+            0
+        } else {
+            ((padded - span) / self.stride[i] as isize + 1) as usize
+        }
+    }
 }
 
 /// The parameters of [`Primitive::Rope`], read by both backends' kernels.

@@ -25,6 +25,15 @@ pub fn view_layout(prim: &Primitive, input: &Layout, out_shape: &[usize]) -> Opt
             // An empty slice never reads its offset; clamp it into range.
             Some(Layout { shape: out_shape.to_vec(), strides, offset: offset.max(0) as usize })
         }
+        // The input is 1-D (the op flattens it): element `i` sits at
+        // `offset + i * s` of the buffer, whatever its stride `s`.
+        Primitive::AsStrided { strides, offset } => {
+            let s = input.strides.first().copied().unwrap_or(1);
+            let strides = strides.iter().map(|&t| t * s).collect();
+            let at = input.offset as isize + *offset as isize * s;
+            // An empty view never reads its offset; clamp it into range.
+            Some(Layout { shape: out_shape.to_vec(), strides, offset: at.max(0) as usize })
+        }
         _ => None,
     }
 }

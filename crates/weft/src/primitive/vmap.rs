@@ -57,6 +57,59 @@ pub(crate) fn per_example(prim: &Primitive, args: &[(Array, bool)], n: usize, sh
     o::concatenate(&rows, 0isize)
 }
 
+fn dims(v: &[usize]) -> Vec<isize> {
+    v.iter().map(|&d| d as isize).collect()
+}
+
+/// A convolution of `n` examples as one convolution: batched inputs fold
+/// into the batch axis; batched weights into the output channels (kept
+/// grouped: `[G, n, og]`); both batched, into `n` times the groups (the
+/// examples side by side along the channels).
+fn conv_batch(p: &super::ConvParams, args: &[(Array, bool)], n: usize, shape: &[usize]) -> Result<Array> {
+    let ((x, xb), (w, wb)) = (&args[0], &args[1]);
+    let nd = shape.len();
+    let d = nd - 2;
+    let groups = p.groups;
+    let c_out = shape[nd - 1];
+    let og = c_out / groups;
+    let out = front(n, shape);
+    match (*xb, *wb) {
+        (true, false) => {
+            let xs = x.shape();
+            let xf = o::reshape(x, &dims(&[&[n * xs[1]], &xs[2..]].concat()))?;
+            let y = o::conv_node(&xf, w, p.clone(), [&[n * shape[0]], &shape[1..]].concat())?;
+            o::reshape(&y, &dims(&out))
+        }
+        (false, true) => {
+            let ws = w.shape();
+            // [n, G, og, K.., cg] -> [G, n, og, K.., cg].
+            let w6 = o::reshape(w, &dims(&[&[n, groups, og], &ws[2..]].concat()))?;
+            let mut perm: Vec<isize> = vec![1, 0, 2];
+            perm.extend((3..w6.ndim()).map(|a| a as isize));
+            let wf = o::reshape(&o::transpose(&w6, &perm)?, &dims(&[&[groups * n * og], &ws[2..]].concat()))?;
+            let y = o::conv_node(x, &wf, p.clone(), [&shape[..nd - 1], &[n * c_out]].concat())?;
+            // [N, O.., G, n, og] -> [n, N, O.., G, og].
+            let y5 = o::reshape(&y, &dims(&[&shape[..nd - 1], &[groups, n, og]].concat()))?;
+            let mut perm: Vec<isize> = vec![nd as isize];
+            perm.extend((0..nd).map(|a| a as isize));
+            perm.push(nd as isize + 1);
+            o::reshape(&o::transpose(&y5, &perm)?, &dims(&out))
+        }
+        _ => {
+            let (x, w) = (spread(&args[..1], n)?.remove(0), spread(&args[1..], n)?.remove(0));
+            let xs = x.shape();
+            // [n, N, S.., C] -> [N, S.., n * C].
+            let xm = o::moveaxis(&x, 0, d as isize + 1)?;
+            let xf = o::reshape(&xm, &dims(&[&xs[1..nd], &[n * xs[nd]]].concat()))?;
+            let wf = o::reshape(&w, &dims(&[&[n * c_out], &w.shape()[2..]].concat()))?;
+            let q = super::ConvParams { groups: groups * n, ..p.clone() };
+            let y = o::conv_node(&xf, &wf, q, [&shape[..nd - 1], &[n * c_out]].concat())?;
+            let y2 = o::reshape(&y, &dims(&[&shape[..nd - 1], &[n, c_out]].concat()))?;
+            o::moveaxis(&y2, d as isize + 1, 0)
+        }
+    }
+}
+
 impl Primitive {
     /// This primitive on a batch of `n` examples: `args` are the inputs,
     /// each with whether it is batched (axis 0); `shape` and `dtype` are one
@@ -129,13 +182,15 @@ impl Primitive {
                 let y = Array::from_op(self.clone(), inputs, folded, dtype)?;
                 o::reshape(&y, &out.iter().map(|&d| d as isize).collect::<Vec<_>>())
             }
-            // Batched indices, batched norm weights, random keys: per example.
+            Primitive::Conv(p) => conv_batch(p, args, n, shape),
+            // Batched indices, batched norm weights, random keys, strided views: per example.
             Primitive::Gather { .. }
             | Primitive::Scatter { .. }
             | Primitive::RmsNorm { .. }
             | Primitive::LayerNorm { .. }
             | Primitive::RandomBits
-            | Primitive::Arange { .. } => per_example(self, args, n, shape, dtype),
+            | Primitive::Arange { .. }
+            | Primitive::AsStrided { .. } => per_example(self, args, n, shape, dtype),
         }
     }
 }

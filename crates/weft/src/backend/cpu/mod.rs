@@ -11,6 +11,7 @@ mod argsort;
 mod astype;
 mod binary;
 mod concatenate;
+mod conv;
 mod copy;
 mod scan;
 mod scatter;
@@ -91,8 +92,9 @@ impl Encoder for CpuEncoder {
             Primitive::Rope(p) => rope::rope(p, &i[0], out)?,
             Primitive::Sdpa { scale, causal } => sdpa::sdpa(*scale, *causal, i, out)?,
             Primitive::Linalg(op) => linalg::linalg(*op, i, out)?,
+            Primitive::Conv(p) => conv::conv(p, &i[0], &i[1], out)?,
             // Views: answered by `backend::run` before any encoder sees them.
-            Primitive::Transpose { .. } | Primitive::BroadcastTo | Primitive::Slice { .. } => {
+            Primitive::Transpose { .. } | Primitive::BroadcastTo | Primitive::Slice { .. } | Primitive::AsStrided { .. } => {
                 return Ok(Ran::NoKernel(inputs))
             }
         };

@@ -16,6 +16,7 @@ mod arange;
 mod astype;
 mod binary;
 mod concatenate;
+mod conv;
 mod copy;
 pub(crate) mod device;
 mod gather;
@@ -232,6 +233,7 @@ fn kernel_for<'p>(prim: &'p Primitive, inputs: &[Data], out: OutSpec<'p>) -> Opt
             }
             kern(move |k, _, o| sdpa::sdpa(k, *scale, *causal, o, out))
         }
+        Primitive::Conv(p) => kern(move |k, _, o| conv::conv(k, p, &o[0], &o[1], out)),
         // SliceUpdate: `CudaEncoder::slice_update` (it may write in place).
         _ => return None,
     })
