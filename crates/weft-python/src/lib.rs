@@ -7,7 +7,8 @@
 //! (devices and streams), `runtime.rs` (eval, memory), `dtype.rs`,
 //! `args.rs` (shared argument types), `errors.rs`, `repr.rs`; the submodules
 //! `random.rs` (`weft.core.random`) and `fast.rs` (`weft.core.fast`), and
-//! `io.rs` (`load`, `save_safetensors`).
+//! `io.rs` (`load`, `save_safetensors`), `quantized.rs` (quantization ops),
+//! `structured_mm.rs` (`gather_mm`, `block_masked_mm`, `segmented_mm`).
 
 mod args;
 mod array;
@@ -20,9 +21,11 @@ mod indexing;
 mod io;
 mod math;
 mod ops;
+mod quantized;
 mod random;
 mod repr;
 mod runtime;
+mod structured_mm;
 mod transforms;
 
 use pyo3::prelude::*;
@@ -41,6 +44,8 @@ fn weft_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     io::register(m)?;
     random::register(m)?;
     fast::register(m)?;
+    quantized::register(m)?;
+    structured_mm::register(m)?;
     transforms::register(m)?;
     Ok(())
 }

@@ -11,6 +11,7 @@ from weft.nn.layers import (
     SinusoidalPositionalEncoding, Softmax, Softplus, Softshrink, Softsign, Step, Tanh,
 )
 from weft.nn.module import Module
+from weft.nn.quantized import QuantizedEmbedding, QuantizedLinear, quantize
 from weft.nn.transformer import (
     Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
 )

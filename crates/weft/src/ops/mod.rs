@@ -9,16 +9,20 @@ mod indexing;
 mod logical;
 mod matmul;
 mod overload;
+pub(crate) mod quantized;
 pub mod random;
 mod reduce;
 mod scan;
 mod shape;
 mod softmax;
 mod sort;
+mod structured_mm;
 
 pub use creation::{arange, bartlett, blackman, eye, full, hamming, hanning, linspace, ones, tri, tril, triu, zeros};
 pub use elementwise::*;
 pub use matmul::{addmm, inner, matmul, outer};
+pub use quantized::{dequantize, gather_qmm, quantize, quantized_matmul};
+pub use structured_mm::{block_masked_mm, gather_mm, segmented_mm};
 pub use reduce::{argmax, argmin, count_nonzero, max, mean, min, prod, std, sum, var};
 pub use logical::{
     all, allclose, any, array_equal, isclose, isfinite, isinf, isnan, isneginf, isposinf, logical_and, logical_not, logical_or, logical_xor,

@@ -89,6 +89,10 @@ impl Primitive {
                 node(Primitive::Scan { op: *op, axis: axis + 1, reverse: *reverse, inclusive: *inclusive }, vec![x.clone()])
             }
             Primitive::Matmul => node(self.clone(), spread(args, n)?),
+            // Every operand carries the same leading axes: the batch is one more.
+            Primitive::Quantize { .. } | Primitive::Dequantize { .. } | Primitive::QuantizedMatmul { .. } => {
+                node(self.clone(), spread(args, n)?)
+            }
             Primitive::Transpose { perm } => {
                 let perm = std::iter::once(0).chain(plus_one(perm)).collect();
                 node(Primitive::Transpose { perm }, vec![x.clone()])

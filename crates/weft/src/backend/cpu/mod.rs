@@ -19,6 +19,7 @@ mod layer_norm;
 mod logsumexp;
 mod matmul;
 mod num;
+mod quantized;
 mod random_bits;
 mod reduce;
 mod rms_norm;
@@ -87,6 +88,11 @@ impl Encoder for CpuEncoder {
             }
             Primitive::Rope(p) => rope::rope(p, &i[0], out)?,
             Primitive::Sdpa { scale, causal } => sdpa::sdpa(*scale, *causal, i, out)?,
+            Primitive::Quantize { group_size, bits } => quantized::quantize(*group_size, *bits, i, out)?,
+            Primitive::Dequantize { group_size, bits } => quantized::dequantize(*group_size, *bits, i, out)?,
+            Primitive::QuantizedMatmul { group_size, bits, transpose } => {
+                quantized::quantized_matmul(*group_size, *bits, *transpose, i, out)?
+            }
             // Views: answered by `backend::run` before any encoder sees them.
             Primitive::Transpose { .. } | Primitive::BroadcastTo | Primitive::Slice { .. } => {
                 return Ok(Ran::NoKernel(inputs))
