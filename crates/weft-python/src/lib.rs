@@ -10,8 +10,9 @@
 //! `args.rs` (shared argument types), `errors.rs`, `repr.rs`; the submodules
 //! `random.rs` (`weft.core.random`), `fast.rs` (`weft.core.fast`) and
 //! `linalg.rs` (`weft.core.linalg`), and
-//! `io.rs` (`load`, `save`, `savez`, `save_safetensors`, `save_gguf`) and
-//! `interop.rs` (buffer protocol, DLPack, `asarray`).
+//! `io.rs` (`load`, `save`, `savez`, `save_safetensors`, `save_gguf`),
+//! `interop.rs` (buffer protocol, DLPack, `asarray`), `quantized.rs`
+//! (quantization ops), `structured_mm.rs` (`gather_mm`, `block_masked_mm`, `segmented_mm`).
 
 mod args;
 mod array;
@@ -28,9 +29,11 @@ mod linalg;
 mod layout;
 mod math;
 mod ops;
+mod quantized;
 mod random;
 mod repr;
 mod runtime;
+mod structured_mm;
 mod transforms;
 
 use pyo3::prelude::*;
@@ -55,6 +58,8 @@ fn weft_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     random::register(m)?;
     fast::register(m)?;
     linalg::register(m)?;
+    quantized::register(m)?;
+    structured_mm::register(m)?;
     transforms::register(m)?;
     Ok(())
 }

@@ -971,3 +971,26 @@ fn conv_matches_cpu() {
     let a = random(&[4, 6], Dtype::F32, -1.0, 1.0, 3100);
     same_as_cpu("as_strided", 0.0, || ops::as_strided(&ops::transpose(&a, &[1, 0])?, &[3, 4], &[5, 1], 2));
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn quantized_ops_match_cpu() {
+    let _g = serial();
+    for (gs, bits) in [(32, 2), (64, 3), (64, 4), (128, 5), (32, 6), (64, 8)] {
+        for dt in [Dtype::F32, Dtype::F16, Dtype::BF16] {
+            let what = format!("gs {gs} bits {bits} {dt}");
+            let w = random(&[3, 24, 256], dt, -1.0, 1.0, 31);
+            // Codes: exact; scales and biases come from the same ops.
+            same_as_cpu(&format!("quantize {what}"), 0.0, || Ok(ops::quantize(&w, gs, bits)?.0));
+            let (wq, s, b) = weft::with_stream(cpu(), || ops::quantize(&w, gs, bits)).unwrap();
+            same_as_cpu(&format!("dequantize {what}"), 1e-6, || ops::dequantize(&wq, &s, &b, gs, bits, Some(Dtype::F32)));
+            // A strided (transposed) view of the scales is read in place.
+            let x = random(&[3, 5, 256], dt, -1.0, 1.0, 32);
+            same_as_cpu(&format!("qmm {what}"), 2e-2, || ops::quantized_matmul(&x, &wq, &s, &b, true, gs, bits));
+            let xt = random(&[2, 1, 7, 24], dt, -1.0, 1.0, 33);
+            same_as_cpu(&format!("qmm untransposed {what}"), 2e-2, || {
+                ops::quantized_matmul(&xt, &wq, &s, &b, false, gs, bits)
+            });
+        }
+    }
+}

@@ -292,6 +292,81 @@ def diag(a: ScalarOrArray, /, k: int = 0, *, stream: StreamOrDevice = None) -> a
 def diagonal(a: ScalarOrArray, offset: int = 0, axis1: int = 0, axis2: int = 1, stream: StreamOrDevice = None) -> array: ...
 def einsum(subscripts: str, *operands: ScalarOrArray, stream: StreamOrDevice = None) -> array: ...
 def einsum_path(subscripts: str, *operands: ScalarOrArray) -> tuple[list[tuple[int, ...]], str]: ...
+def quantize(
+    w: array,
+    /,
+    group_size: Optional[int] = None,
+    bits: Optional[int] = None,
+    mode: str = "affine",
+    *,
+    global_scale: Optional[array] = None,
+    stream: StreamOrDevice = None,
+) -> tuple[array, array, array]: ...
+def dequantize(
+    w: array,
+    /,
+    scales: array,
+    biases: Optional[array] = None,
+    group_size: Optional[int] = None,
+    bits: Optional[int] = None,
+    mode: str = "affine",
+    global_scale: Optional[array] = None,
+    dtype: Optional[Dtype] = None,
+    *,
+    stream: StreamOrDevice = None,
+) -> array: ...
+def quantized_matmul(
+    x: array,
+    w: array,
+    /,
+    scales: array,
+    biases: Optional[array] = None,
+    transpose: bool = True,
+    group_size: Optional[int] = None,
+    bits: Optional[int] = None,
+    mode: str = "affine",
+    *,
+    stream: StreamOrDevice = None,
+) -> array: ...
+def gather_qmm(
+    x: array,
+    w: array,
+    /,
+    scales: array,
+    biases: Optional[array] = None,
+    lhs_indices: Optional[array] = None,
+    rhs_indices: Optional[array] = None,
+    transpose: bool = True,
+    group_size: Optional[int] = None,
+    bits: Optional[int] = None,
+    mode: str = "affine",
+    global_scale: Optional[array] = None,
+    *,
+    sorted_indices: bool = False,
+    stream: StreamOrDevice = None,
+) -> array: ...
+def gather_mm(
+    a: array,
+    b: array,
+    /,
+    lhs_indices: Optional[array] = None,
+    rhs_indices: Optional[array] = None,
+    *,
+    sorted_indices: bool = False,
+    stream: StreamOrDevice = None,
+) -> array: ...
+def block_masked_mm(
+    a: array,
+    b: array,
+    /,
+    block_size: int = 64,
+    mask_out: Optional[array] = None,
+    mask_lhs: Optional[array] = None,
+    mask_rhs: Optional[array] = None,
+    *,
+    stream: StreamOrDevice = None,
+) -> array: ...
+def segmented_mm(a: array, b: array, /, segments: array, *, stream: StreamOrDevice = None) -> array: ...
 def sum(a: ScalarOrArray, /, axis: Axis = None, keepdims: bool = False, *, stream: StreamOrDevice = None) -> array: ...
 def prod(a: ScalarOrArray, /, axis: Axis = None, keepdims: bool = False, *, stream: StreamOrDevice = None) -> array: ...
 def mean(a: ScalarOrArray, /, axis: Axis = None, keepdims: bool = False, *, stream: StreamOrDevice = None) -> array: ...

@@ -14,6 +14,7 @@ from weft.nn.convolution import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTra
 from weft.nn.module import Module
 from weft.nn.pooling import AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d
 from weft.nn.recurrent import GRU, LSTM, RNN
+from weft.nn.quantized import QuantizedEmbedding, QuantizedLinear, quantize
 from weft.nn.transformer import (
     Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
 )

@@ -8,6 +8,7 @@ from typing import Any
 import weft.core as mx
 from weft.nn import activations as act
 from weft.nn.module import Module
+from weft.nn.quantized import QuantizedEmbedding, QuantizedLinear
 
 
 class Identity(Module):
@@ -36,6 +37,14 @@ class Linear(Module):
     def __call__(self, x: mx.array) -> mx.array:
         y = x @ self.weight.T
         return y + self.bias if "bias" in self else y
+
+    def to_quantized(
+        self, group_size: int | None = None, bits: int | None = None, mode: str = "affine", quantize_input: bool = False
+    ) -> Module:
+        """This layer as a ``QuantizedLinear`` (its weight quantized)."""
+        if quantize_input:
+            raise ValueError("weft has no QQLinear: quantize_input=True is not supported")
+        return QuantizedLinear.from_linear(self, group_size, bits, mode=mode)
 
 
 class Bilinear(Module):
@@ -74,6 +83,14 @@ class Embedding(Module):
     def as_linear(self, x: mx.array) -> mx.array:
         """``x @ weight.T``: the table as an output projection (tied weights)."""
         return x @ self.weight.T
+
+    def to_quantized(
+        self, group_size: int | None = None, bits: int | None = None, mode: str = "affine", quantize_input: bool = False
+    ) -> Module:
+        """This layer as a ``QuantizedEmbedding`` (its table quantized)."""
+        if quantize_input:
+            raise ValueError("Quantized input is not supported for Embedding")
+        return QuantizedEmbedding.from_embedding(self, group_size, bits, mode=mode)
 
 
 def _check_eps(eps: float) -> None:

@@ -12,12 +12,14 @@ pub mod linalg;
 mod logical;
 mod matmul;
 mod overload;
+pub(crate) mod quantized;
 pub mod random;
 mod reduce;
 mod scan;
 mod shape;
 mod softmax;
 mod sort;
+mod structured_mm;
 
 pub use conv::{conv1d, conv2d, conv3d, conv_general, conv_transpose1d, conv_transpose2d, conv_transpose3d, convolve, ConvPadding};
 pub(crate) use conv::conv_node;
@@ -25,6 +27,8 @@ pub use creation::{arange, bartlett, blackman, eye, full, hamming, hanning, lins
 pub use einsum::{einsum, einsum_path};
 pub use elementwise::*;
 pub use matmul::{addmm, hadamard_transform, inner, matmul, outer, tensordot, vecdot};
+pub use quantized::{dequantize, gather_qmm, quantize, quantized_matmul};
+pub use structured_mm::{block_masked_mm, gather_mm, segmented_mm};
 pub use reduce::{argmax, argmin, count_nonzero, max, mean, min, prod, std, sum, var};
 pub use logical::{
     all, allclose, any, array_equal, isclose, isfinite, isinf, isnan, isneginf, isposinf, logical_and, logical_not, logical_or, logical_xor,

@@ -10,6 +10,7 @@
 use super::unary::op;
 use super::{BinaryOp, ConvParams, LinalgOp, Primitive, ReduceOp, UnaryOp};
 use crate::ops::fast as fast_ops;
+use crate::ops::quantized;
 use crate::ops::{self as o, SliceArg};
 use crate::shape::numel;
 use crate::{bail, Array, Dtype, Result};
@@ -673,6 +674,36 @@ impl Primitive {
                 via(|v| sdpa_composed(v, *scale, *causal), inputs, g, &needs)
             }
             Primitive::Linalg(op) => linalg_vjp(*op, inputs, out, g),
+            Primitive::Quantize { .. } => none(),
+            Primitive::Dequantize { group_size, bits } => {
+                // Linear in the scales and biases; the codes get none.
+                let (s, dt) = (&inputs[1], inputs[1].dtype());
+                let ds = if needs[1] {
+                    let (ones, zeros) = (o::ones(s.shape(), dt)?, o::zeros(s.shape(), dt)?);
+                    let q = o::dequantize(x, &ones, &zeros, *group_size, *bits, Some(g.dtype()))?;
+                    Some(o::astype(&quantized::group_sum(&o::multiply(g, &q)?, *group_size)?, dt)?)
+                } else {
+                    None
+                };
+                let db = needs[2].then(|| o::astype(&quantized::group_sum(g, *group_size)?, dt)).transpose()?;
+                Ok(vec![None, ds, db])
+            }
+            Primitive::QuantizedMatmul { group_size, bits, transpose } => {
+                if needs[1] {
+                    bail!(InvalidArgument, "[QuantizedMatmul::vjp] no gradient wrt the quantized weights.");
+                }
+                let (w, s, b) = (&inputs[1], &inputs[2], &inputs[3]);
+                let dx = needs[0]
+                    .then(|| o::astype(&o::quantized_matmul(g, w, s, b, !transpose, *group_size, *bits)?, x.dtype()))
+                    .transpose()?;
+                let (ds, db) = if needs[2] || needs[3] {
+                    let (ds, db) = quantized::quantized_matmul_scale_grads(x, w, s, g, *transpose, *group_size, *bits)?;
+                    (needs[2].then_some(ds), needs[3].then(|| o::astype(&db, b.dtype())).transpose()?)
+                } else {
+                    (None, None)
+                };
+                Ok(vec![dx, None, ds, db])
+            }
         }
     }
 }

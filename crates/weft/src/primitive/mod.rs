@@ -192,6 +192,18 @@ primitives! {
     /// input element `offset + sum(idx[k] * strides[k])`, which the op has
     /// checked lies inside the input.
     AsStrided { strides: Vec<isize>, offset: usize },
+    /// Affine quantization codes (`ops/quantized.rs`): inputs (w `[..., C]`,
+    /// float32 scales and biases `[..., C / group_size]`); the output is the
+    /// `uint32` bit stream of `clip(rint((w - bias) / scale), 0, 2^bits - 1)`
+    /// per row, `[..., C * bits / 32]`.
+    Quantize { group_size: usize, bits: u32 },
+    /// `scales * q + biases` of packed codes: inputs (w `uint32 [..., R,
+    /// C']`, scales, biases `[..., R, G]`); output `[..., R, G * group_size]`.
+    Dequantize { group_size: usize, bits: u32 },
+    /// `x @ dequantize(w).T` (`transpose`) or `x @ dequantize(w)` with the
+    /// packed `w` read in place: inputs (x `[..., M, K]`, w, scales, biases),
+    /// all four with the same batch axes.
+    QuantizedMatmul { group_size: usize, bits: u32, transpose: bool },
 }
 
 /// The parameters of [`Primitive::Conv`] (one entry per spatial axis),

@@ -143,6 +143,10 @@ impl Primitive {
             }
             // Batched over leading axes already; operands share their batch.
             Primitive::Matmul | Primitive::Linalg(_) => node(self.clone(), spread(args, n)?),
+            // Every operand carries the same leading axes: the batch is one more.
+            Primitive::Quantize { .. } | Primitive::Dequantize { .. } | Primitive::QuantizedMatmul { .. } => {
+                node(self.clone(), spread(args, n)?)
+            }
             Primitive::Transpose { perm } => {
                 let perm = std::iter::once(0).chain(plus_one(perm)).collect();
                 node(Primitive::Transpose { perm }, vec![x.clone()])

@@ -65,7 +65,7 @@ fn operand<T: CpuElement>(d: &Data) -> Result<(Cow<'_, [T]>, Cow<'_, Layout>)> {
 
 /// Buffer offset of the first element of matrix `i` (row-major over the
 /// batch dimensions) of `l`.
-fn batch_offset(l: &Layout, mut i: usize) -> usize {
+pub(super) fn batch_offset(l: &Layout, mut i: usize) -> usize {
     let nb = l.shape.len() - 2;
     let mut off = l.offset as isize;
     for d in (0..nb).rev() {

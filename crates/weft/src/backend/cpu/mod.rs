@@ -22,6 +22,7 @@ mod linalg;
 mod logsumexp;
 mod matmul;
 mod num;
+mod quantized;
 mod random_bits;
 mod reduce;
 mod rms_norm;
@@ -93,6 +94,11 @@ impl Encoder for CpuEncoder {
             Primitive::Sdpa { scale, causal } => sdpa::sdpa(*scale, *causal, i, out)?,
             Primitive::Linalg(op) => linalg::linalg(*op, i, out)?,
             Primitive::Conv(p) => conv::conv(p, &i[0], &i[1], out)?,
+            Primitive::Quantize { group_size, bits } => quantized::quantize(*group_size, *bits, i, out)?,
+            Primitive::Dequantize { group_size, bits } => quantized::dequantize(*group_size, *bits, i, out)?,
+            Primitive::QuantizedMatmul { group_size, bits, transpose } => {
+                quantized::quantized_matmul(*group_size, *bits, *transpose, i, out)?
+            }
             // Views: answered by `backend::run` before any encoder sees them.
             Primitive::Transpose { .. } | Primitive::BroadcastTo | Primitive::Slice { .. } | Primitive::AsStrided { .. } => {
                 return Ok(Ran::NoKernel(inputs))

@@ -26,6 +26,7 @@ mod layer_norm;
 mod logsumexp;
 mod matmul;
 pub(crate) mod memory;
+mod quantized;
 mod random_bits;
 mod reduce;
 mod rms_norm;
@@ -234,6 +235,13 @@ fn kernel_for<'p>(prim: &'p Primitive, inputs: &[Data], out: OutSpec<'p>) -> Opt
             kern(move |k, _, o| sdpa::sdpa(k, *scale, *causal, o, out))
         }
         Primitive::Conv(p) => kern(move |k, _, o| conv::conv(k, p, &o[0], &o[1], out)),
+        Primitive::Quantize { group_size, bits } => kern(move |k, _, o| quantized::quantize(k, *group_size, *bits, o, out)),
+        Primitive::Dequantize { group_size, bits } => {
+            kern(move |k, _, o| quantized::dequantize(k, *group_size, *bits, o, out))
+        }
+        Primitive::QuantizedMatmul { group_size, bits, transpose } => {
+            kern(move |k, _, o| quantized::quantized_matmul(k, *group_size, *bits, *transpose, o, out))
+        }
         // SliceUpdate: `CudaEncoder::slice_update` (it may write in place).
         _ => return None,
     })
