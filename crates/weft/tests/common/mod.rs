@@ -411,6 +411,10 @@ pub fn unary_reference(op: weft::primitive::UnaryOp) -> (fn(f64) -> f64, f64, f6
         // Bisection on erf: independent of the kernel's Newton iteration.
         Erfinv => (
             |x| {
+                // erfinv(±1) = ±inf (a bool input reaches 1); erfinv(0) = 0 exactly.
+                if x.abs() >= 1.0 || x == 0.0 {
+                    return if x == 0.0 { 0.0 } else { x * f64::INFINITY };
+                }
                 let (mut lo, mut hi) = (-6.0f64, 6.0f64);
                 for _ in 0..60 {
                     let mid = 0.5 * (lo + hi);
