@@ -129,8 +129,13 @@ def test_randint():
     assert mx.random.randint(0, 10, (3,), dtype=mx.int64).dtype == mx.int64
     with pytest.raises(ValueError):
         mx.random.randint(5, 5, (2,))
+    # One-element integer arrays are bounds (as MLX); per-element bounds are refused.
+    y = mx.random.randint(mx.array(-4), mx.array([7]), (N,), key=k)
+    assert np.array_equal(np.array(y), x)
     with pytest.raises(TypeError):
-        mx.random.randint(mx.array(0), 5, (2,))
+        mx.random.randint(mx.array([0, 1]), 5, (2,))
+    with pytest.raises(TypeError):
+        mx.random.randint(mx.array(0.5), 5, (2,))
 
 
 def test_bernoulli():

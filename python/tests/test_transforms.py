@@ -176,3 +176,49 @@ def test_grad_argument_checks_match_mlx():
         mx.grad(f, argnums=(0, 0))
     with pytest.raises(TypeError):
         mx.value_and_grad(f, (None, None))
+
+
+def test_one_argnum_in_a_sequence_gives_its_gradient_alone():
+    f = lambda x, y: mx.sum(x * y)  # noqa: E731
+    x, y = mx.array([1.0, 2.0]), mx.array([3.0, 4.0])
+    g = mx.grad(f, argnums=[0])(x, y)
+    assert isinstance(g, mx.array) and g.tolist() == [3.0, 4.0]
+    gs = mx.grad(f, argnums=(0, 1))(x, y)
+    assert isinstance(gs, tuple) and [v.tolist() for v in gs] == [[3.0, 4.0], [1.0, 2.0]]
+
+
+def test_grad_of_a_module_keeps_it_a_module():
+    import weft.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m1 = nn.Linear(3, 2)
+
+    model = Model()
+    x = mx.ones((3,))
+    grads = mx.grad(lambda m: m.m1(x).sum())(model)
+    assert isinstance(grads, Model) and isinstance(grads.m1, nn.Linear)
+    assert grads.m1.weight.tolist() == [[1.0] * 3] * 2
+    assert model.m1.weight.tolist() != grads.m1.weight.tolist()  # the model itself is not touched
+
+
+def test_power_and_scatter_extreme_derivatives_follow_mlx():
+    # d/dx (x - y)^x at x = y + 0: the exponent's term is its limit 0, not NaN.
+    g = mx.grad(lambda x, y: (x - y) ** x)(mx.array(1.0), mx.array(1.0))
+    assert g.item() == 1.0
+    f = lambda src, upd: src.at[mx.array([1, 3])].maximum(upd)  # noqa: E731
+    cot = mx.array([4.0, 5.0, 6.0, 7.0])
+    _, (gs, gu) = mx.vjp(f, [mx.array([1.0, 2.0, 3.0, 4.0]), mx.array([5.0, 1.0])], [cot])
+    assert gs.tolist() == [4.0, 0.0, 6.0, 7.0] and gu.tolist() == [5.0, 0.0]
+    _, (gx,) = mx.jvp(lambda x: x > 0, [mx.array([1.0, -1.0])], [mx.ones((2,))])
+    assert gx.dtype == mx.float32
+
+
+def test_vmap_takes_a_dict_in_axes_for_one_argument_and_a_one_entry_out_axes():
+    tree = {"a": mx.ones((2, 3)), "b": mx.full((2, 3), 2.0)}
+    out = mx.vmap(lambda t: t["a"] + t["b"], in_axes={"a": 0, "b": 0})(tree)
+    assert out.tolist() == [[3.0] * 3] * 2
+    a, b = mx.ones((3, 4, 2)), mx.ones((2, 5))
+    out = mx.vmap(mx.matmul, in_axes=(1, None), out_axes=(1,))(a, b)
+    assert out.shape == (3, 4, 5)

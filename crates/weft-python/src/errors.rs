@@ -12,7 +12,9 @@ use pyo3::{PyErr, PyResult};
 pub fn op_error(e: weft::Error) -> PyErr {
     match e.root() {
         weft::Error::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
-        weft::Error::Shape(_) | weft::Error::Dtype(_) | weft::Error::InvalidArgument(_) => {
+        // Naming a device this machine lacks (`set_default_device(gpu)`,
+        // `default_stream(gpu)`) is a bad argument: `ValueError`, as MLX.
+        weft::Error::Shape(_) | weft::Error::Dtype(_) | weft::Error::InvalidArgument(_) | weft::Error::DeviceUnavailable(_) => {
             PyValueError::new_err(e.to_string())
         }
         _ => PyRuntimeError::new_err(e.to_string()),

@@ -161,14 +161,23 @@ fn normal(
     })
 }
 
+/// A bound of `randint`: a Python int, or an integer array of one element
+/// (read, which waits for it). Bounds that vary per element are refused.
 fn int_bound(ob: &Any<'_>, what: &str) -> PyResult<i64> {
-    match Scalar::extract(ob)? {
-        Some(Scalar::Int(i)) => Ok(i),
-        _ => Err(PyTypeError::new_err(format!(
-            "randint: {what} must be a Python int (weft does not take array bounds here), got {}",
-            ob.get_type().name()?
-        ))),
+    if let Some(Scalar::Int(i)) = Scalar::extract(ob)? {
+        return Ok(i);
     }
+    if let Ok(a) = ob.cast::<PyArray>() {
+        let a = a.get().array();
+        if a.size() == 1 && !a.dtype().is_float() && a.dtype() != Dtype::Bool {
+            let v = ops::astype(&ops::reshape(&a, &[]).py()?, Dtype::I64).py()?.to_vec::<i64>().map_err(crate::errors::eval_error)?;
+            return Ok(v[0]);
+        }
+    }
+    Err(PyTypeError::new_err(format!(
+        "randint: {what} must be a Python int or a one-element integer array (weft does not take per-element bounds), got {}",
+        ob.get_type().name()?
+    )))
 }
 
 /// Uniform integers in `[low, high)`.

@@ -22,7 +22,10 @@ enum Tree {
     Tuple(Vec<Tree>),
     /// A tuple subclass (a `NamedTuple`, ...): rebuilt as its type.
     Named(Py<PyAny>, Vec<Tree>),
-    Dict(Vec<(Py<PyAny>, Tree)>),
+    /// A dict; for a dict subclass (a `weft.nn.Module`, ...) the original,
+    /// rebuilt as a shallow copy of it (its type and attributes kept) with
+    /// the new items.
+    Dict(Option<Py<PyAny>>, Vec<(Py<PyAny>, Tree)>),
 }
 
 fn flatten(ob: &Bound<'_, PyAny>, leaves: &mut Vec<Array>) -> PyResult<Tree> {
@@ -39,7 +42,8 @@ fn flatten(ob: &Bound<'_, PyAny>, leaves: &mut Vec<Array>) -> PyResult<Tree> {
             Ok(Tree::Named(ob.get_type().into_any().unbind(), items))
         }
     } else if let Ok(d) = ob.cast::<PyDict>() {
-        Ok(Tree::Dict(d.iter().map(|(k, v)| Ok((k.unbind(), flatten(&v, leaves)?))).collect::<PyResult<_>>()?))
+        let sub = (!ob.is_exact_instance_of::<PyDict>()).then(|| ob.clone().unbind());
+        Ok(Tree::Dict(sub, d.iter().map(|(k, v)| Ok((k.unbind(), flatten(&v, leaves)?))).collect::<PyResult<_>>()?))
     } else {
         Ok(Tree::Other(ob.clone().unbind()))
     }
@@ -60,8 +64,11 @@ fn unflatten<'py>(py: Python<'py>, t: &Tree, leaves: &mut std::slice::Iter<'_, A
             // A NamedTuple takes its fields as arguments, other tuple types one iterable.
             if ty.hasattr("_fields")? { ty.call1(items)? } else { ty.call1((items,))? }
         }
-        Tree::Dict(v) => {
-            let d = PyDict::new(py);
+        Tree::Dict(sub, v) => {
+            let d = match sub {
+                Some(orig) => py.import("copy")?.call_method1("copy", (orig.bind(py),))?.cast_into::<PyDict>()?,
+                None => PyDict::new(py),
+            };
             for (k, x) in v {
                 d.set_item(k.bind(py), unflatten(py, x, leaves)?)?;
             }
@@ -76,7 +83,7 @@ fn has_other(t: &Tree) -> bool {
         Tree::Array => false,
         Tree::Other(_) => true,
         Tree::List(v) | Tree::Tuple(v) | Tree::Named(_, v) => v.iter().any(has_other),
-        Tree::Dict(v) => v.iter().any(|(_, x)| has_other(x)),
+        Tree::Dict(_, v) => v.iter().any(|(_, x)| has_other(x)),
     }
 }
 
@@ -85,7 +92,7 @@ fn count(t: &Tree) -> usize {
         Tree::Array => 1,
         Tree::Other(_) => 0,
         Tree::List(v) | Tree::Tuple(v) | Tree::Named(_, v) => v.iter().map(count).sum(),
-        Tree::Dict(v) => v.iter().map(|(_, x)| count(x)).sum(),
+        Tree::Dict(_, v) => v.iter().map(|(_, x)| count(x)).sum(),
     }
 }
 
@@ -177,9 +184,9 @@ impl Args {
     }
 
     /// The gradients, shaped as the traced arguments: the positional ones
-    /// (one tree when `argnums` was an int, else a tuple), then, when
+    /// (one tree when one argument is traced, else a tuple), then, when
     /// `argnames` were given, `(positional, {name: tree})`.
-    fn grads<'py>(&self, py: Python<'py>, grads: &[Array], single: bool, with_names: bool) -> PyResult<Bound<'py, PyAny>> {
+    fn grads<'py>(&self, py: Python<'py>, grads: &[Array], with_names: bool) -> PyResult<Bound<'py, PyAny>> {
         let mut it = grads.iter();
         let (mut pos, kw) = (Vec::new(), PyDict::new(py));
         for (slot, tree) in &self.traced {
@@ -189,7 +196,9 @@ impl Args {
                 Slot::Key(k) => kw.set_item(k, g)?,
             }
         }
-        let pos = if single && pos.len() == 1 {
+        // One positional argument (argnums=0 or a one-element sequence, as
+        // MLX): its tree alone, not a 1-tuple.
+        let pos = if pos.len() == 1 {
             pos.remove(0)
         } else if pos.is_empty() && with_names {
             py.None().into_bound(py)
@@ -209,7 +218,6 @@ impl Args {
 struct GradFunction {
     fun: Py<PyAny>,
     argnums: Vec<usize>,
-    single: bool,
     argnames: Vec<String>,
     with_value: bool,
 }
@@ -256,7 +264,7 @@ impl GradFunction {
             &all,
         );
         let (vals, grads) = call.finish(r)?;
-        let grads = spec.grads(py, &grads, self.single, !self.argnames.is_empty())?;
+        let grads = spec.grads(py, &grads, !self.argnames.is_empty())?;
         if !self.with_value {
             return Ok(grads);
         }
@@ -266,14 +274,14 @@ impl GradFunction {
     }
 }
 
-fn argnums_of(argnums: Option<&Bound<'_, PyAny>>, argnames: &Bound<'_, PyAny>) -> PyResult<(Vec<usize>, bool, Vec<String>)> {
+fn argnums_of(argnums: Option<&Bound<'_, PyAny>>, argnames: &Bound<'_, PyAny>) -> PyResult<(Vec<usize>, Vec<String>)> {
     let names: Vec<String> = if let Ok(s) = argnames.extract::<String>() { vec![s] } else { argnames.extract()? };
-    let (nums, single) = match argnums {
-        None if names.is_empty() => (vec![0], true),
-        None => (vec![], false),
+    let nums = match argnums {
+        None if names.is_empty() => vec![0],
+        None => vec![],
         Some(a) => match a.extract::<i64>() {
-            Ok(i) => (vec![i], true),
-            Err(_) => (a.extract::<Vec<i64>>().map_err(|_| PyTypeError::new_err("argnums must be an int or a sequence of ints"))?, false),
+            Ok(i) => vec![i],
+            Err(_) => a.extract::<Vec<i64>>().map_err(|_| PyTypeError::new_err("argnums must be an int or a sequence of ints"))?,
         },
     };
     let nums = nums
@@ -288,7 +296,7 @@ fn argnums_of(argnums: Option<&Bound<'_, PyAny>>, argnames: &Bound<'_, PyAny>) -
     if sorted.windows(2).any(|w| w[0] == w[1]) {
         return Err(PyValueError::new_err("duplicate argnums"));
     }
-    Ok((nums, single, names))
+    Ok((nums, names))
 }
 
 /// A function computing the gradient of `fun` with respect to the
@@ -297,8 +305,8 @@ fn argnums_of(argnums: Option<&Bound<'_, PyAny>>, argnames: &Bound<'_, PyAny>) -
 #[pyo3(signature = (fun, argnums = None, argnames = None))]
 fn grad(fun: Py<PyAny>, argnums: Option<&Bound<'_, PyAny>>, argnames: Option<&Bound<'_, PyAny>>, py: Python<'_>) -> PyResult<GradFunction> {
     let empty = PyList::empty(py).into_any();
-    let (argnums, single, argnames) = argnums_of(argnums, argnames.unwrap_or(&empty))?;
-    Ok(GradFunction { fun, argnums, single, argnames, with_value: false })
+    let (argnums, argnames) = argnums_of(argnums, argnames.unwrap_or(&empty))?;
+    Ok(GradFunction { fun, argnums, argnames, with_value: false })
 }
 
 /// A function returning `(fun(...), grad)` (see `grad`).
@@ -306,8 +314,8 @@ fn grad(fun: Py<PyAny>, argnums: Option<&Bound<'_, PyAny>>, argnames: Option<&Bo
 #[pyo3(signature = (fun, argnums = None, argnames = None))]
 fn value_and_grad(fun: Py<PyAny>, argnums: Option<&Bound<'_, PyAny>>, argnames: Option<&Bound<'_, PyAny>>, py: Python<'_>) -> PyResult<GradFunction> {
     let empty = PyList::empty(py).into_any();
-    let (argnums, single, argnames) = argnums_of(argnums, argnames.unwrap_or(&empty))?;
-    Ok(GradFunction { fun, argnums, single, argnames, with_value: true })
+    let (argnums, argnames) = argnums_of(argnums, argnames.unwrap_or(&empty))?;
+    Ok(GradFunction { fun, argnums, argnames, with_value: true })
 }
 
 /// The arrays of a function's result: one array, or a list or tuple of them.
@@ -387,7 +395,7 @@ fn axes_of(arg: &Tree, spec: &Bound<'_, PyAny>, out: &mut Vec<Option<isize>>) ->
             }
             v.iter().zip(&specs).try_for_each(|(t, s)| axes_of(t, s, out))
         }
-        Tree::Dict(v) => {
+        Tree::Dict(_, v) => {
             let d = spec.cast::<PyDict>().map_err(|_| PyValueError::new_err("vmap: in_axes for a dict must be a dict"))?;
             v.iter().try_for_each(|(k, t)| {
                 let s = d.get_item(k.bind(spec.py()))?.ok_or_else(|| PyValueError::new_err("vmap: in_axes dict is missing a key"))?;
@@ -418,7 +426,9 @@ impl VmapFunction {
         if in_axes.is_none() || in_axes.extract::<isize>().is_ok() {
             axes_of(&tree, in_axes, &mut axes)?;
         } else {
-            let specs: Vec<Bound<'_, PyAny>> = in_axes.try_iter()?.collect::<PyResult<_>>()?;
+            // A dict is the spec of the one argument (a dict of arrays), as MLX.
+            let specs: Vec<Bound<'_, PyAny>> =
+                if in_axes.is_instance_of::<PyDict>() { vec![in_axes.clone()] } else { in_axes.try_iter()?.collect::<PyResult<_>>()? };
             if specs.len() != per_arg.len() {
                 return Err(PyValueError::new_err(format!("vmap: {} in_axes for {} arguments", specs.len(), per_arg.len())));
             }
@@ -439,7 +449,12 @@ impl VmapFunction {
                     let mut outs = Vec::new();
                     let t = flatten(&out, &mut outs)?;
                     let mut ax = Vec::new();
-                    axes_of(&t, out_axes_spec, &mut ax).map_err(|_| PyValueError::new_err("vmap: out_axes must be an int or match the outputs"))?;
+                    // One output (not a tuple or list) takes a one-entry out_axes as its own, as MLX.
+                    let one = !matches!(t, Tree::Tuple(_) | Tree::List(_))
+                        && (out_axes_spec.is_instance_of::<PyTuple>() || out_axes_spec.is_instance_of::<PyList>())
+                        && out_axes_spec.len()? == 1;
+                    let spec = if one { out_axes_spec.get_item(0)? } else { out_axes_spec.clone() };
+                    axes_of(&t, &spec, &mut ax).map_err(|_| PyValueError::new_err("vmap: out_axes must be an int or match the outputs"))?;
                     if ax.iter().any(Option::is_none) {
                         return Err(PyValueError::new_err("vmap: out_axes cannot be None"));
                     }
@@ -632,7 +647,7 @@ fn signature(py: Python<'_>, t: &Tree, leaves: &mut std::slice::Iter<'_, Array>,
             }
             out.push(']');
         }
-        Tree::Dict(v) => {
+        Tree::Dict(_, v) => {
             out.push('{');
             for (k, x) in v {
                 let _ = write!(out, "{}:", k.bind(py).repr()?);

@@ -9,7 +9,7 @@ use common::Rng;
 use std::sync::Arc;
 use weft::fast::Mask;
 use weft::ops::{self, SliceArg};
-use weft::primitive::{BinaryOp, UnaryOp};
+use weft::primitive::{BinaryOp, ReduceOp, UnaryOp};
 use weft::transforms::{self, VjpRule};
 use weft::{Array, Dtype, Error, Result};
 
@@ -195,6 +195,7 @@ fn every_binary_op_has_a_derivative_and_a_batching_rule_with_broadcasting() {
 fn cases() -> Vec<(&'static str, Fun, Vec<Vec<usize>>)> {
     let idx = Array::from_slice(&[2i32, 0, 2, -1], &[4]).unwrap();
     let idx2 = Array::from_slice(&[1u32, 0, 0, 2, 2, 1], &[2, 3]).unwrap();
+    let pos = Array::from_slice(&[4i32, 0, 4, -1], &[4]).unwrap();
     let keep = Array::from_slice(&[true, false, true, true, false, false], &[2, 3]).unwrap();
     let amask = Array::from_slice(&[0.0f64, -1.0, 0.5, 0.0, 0.25, -0.5], &[1, 1, 2, 3]).unwrap();
     let bmask = Array::from_slice(&[true, false, true, true, true, false], &[1, 1, 2, 3]).unwrap();
@@ -222,6 +223,14 @@ fn cases() -> Vec<(&'static str, Fun, Vec<Vec<usize>>)> {
         c(Arc::new(|x| ops::cumsum(&x[0], Some(1), false, true)), "cumsum", &[&[2, 3]]),
         c(Arc::new(|x| ops::cumsum(&x[0], Some(0), true, false)), "cumsum (reverse, exclusive)", &[&[3, 2]]),
         c(Arc::new(|x| ops::sort(&x[0], Some(0))), "sort", &[&[3, 2]]),
+        // Exclusive running extremes start at -inf / +inf: clipped, so finite differences see finite values.
+        c(Arc::new(|x| ops::maximum(&ops::cummax(&x[0], Some(1), false, false)?, &Array::scalar(-10.0f64))), "cummax (exclusive)", &[&[2, 4]]),
+        c(Arc::new(|x| ops::minimum(&ops::cummin(&x[0], Some(0), true, false)?, &Array::scalar(10.0f64))), "cummin (reverse, exclusive)", &[&[4, 2]]),
+        c(Arc::new(|x| ops::cummax(&x[0], Some(0), true, true)), "cummax (reverse)", &[&[4, 2]]),
+        c(Arc::new({ let pos = pos.clone(); move |x| ops::scatter(&x[0], &pos, &x[1], Some(ReduceOp::Max)) }), "scatter max (repeated position)", &[&[2, 3], &[4]]),
+        c(Arc::new({ let pos = pos.clone(); move |x| ops::scatter(&x[0], &pos, &x[1], Some(ReduceOp::Min)) }), "scatter min (repeated position)", &[&[2, 3], &[4]]),
+        c(Arc::new({ let pos = pos.clone(); move |x| ops::scatter(&x[0], &pos, &x[1], Some(ReduceOp::Prod)) }), "scatter prod (repeated position)", &[&[2, 3], &[4]]),
+        c(Arc::new({ let pos = pos.clone(); move |x| ops::scatter(&x[0], &pos, &x[1], Some(ReduceOp::Sum)) }), "scatter add", &[&[2, 3], &[4]]),
         c(Arc::new(|x| ops::multiply(&x[0], &ops::astype(&ops::argsort(&x[0], Some(1))?, Dtype::F64)?)), "argsort", &[&[2, 3]]),
         c(Arc::new(|x| ops::conv1d(&x[0], &x[1], 2, 1, 1, 2)), "conv1d (stride, padding, groups)", &[&[2, 5, 4], &[4, 3, 2]]),
         c(
@@ -456,4 +465,14 @@ fn a_compiled_trace_replays_on_new_inputs_from_any_thread() {
     close("grad of a replay", &read(&g[0]), &[1.0, 1f64.exp()], 1e-12);
     let r = c.call(&[arr(&[0.0; 3], &[3]), arr(&[0.0; 3], &[3])]);
     assert!(matches!(r, Err(Error::Shape(_))), "inputs of other shapes: {r:?}");
+}
+
+#[test]
+fn jvp_of_a_comparison_is_zero_in_the_tangent_dtype() {
+    let x = Array::from_slice(&[1.0f32, -2.0, 3.0], &[3]).unwrap();
+    let t = ops::ones(&[3], Dtype::F32).unwrap();
+    let (y, jt) = transforms::jvp(|x| Ok(vec![ops::greater(&x[0], &Array::scalar(0.0f32))?]), &[x], &[t]).unwrap();
+    assert_eq!(y[0].dtype(), Dtype::Bool);
+    assert_eq!(jt[0].dtype(), Dtype::F32);
+    assert_eq!(jt[0].to_vec::<f32>().unwrap(), vec![0.0; 3]);
 }

@@ -167,12 +167,25 @@ fn gather_vjp(a: &Array, idx: &Array, g: &Array, axis: usize) -> Result<Array> {
     o::moveaxis(&r, -1, axis as isize)
 }
 
-/// The cotangent of `x` for an inclusive running max or min `out` along
-/// `axis`: each `out_i` is the `x_k` where the running extreme was last set
-/// (at or before `i` in scan order); its cotangent goes to that `k`.
-fn running_extreme_vjp(x: &Array, out: &Array, g: &Array, axis: usize, reverse: bool, inclusive: bool) -> Result<Vec<Option<Array>>> {
+/// The cotangent of `x` for a running max or min `out` along `axis`: each
+/// inclusive `out_i` is the `x_k` where the running extreme was last set (at
+/// or before `i` in scan order); its cotangent goes to that `k`. An
+/// exclusive scan is the inclusive one shifted by a step in scan order (its
+/// first element, the identity, comes from no `x`), so its cotangent is `g`
+/// shifted back through the inclusive rule.
+fn running_extreme_vjp(op: ReduceOp, x: &Array, out: &Array, g: &Array, axis: usize, reverse: bool, inclusive: bool) -> Result<Vec<Option<Array>>> {
     if !inclusive {
-        bail!(InvalidArgument, "the derivative of an exclusive cummax or cummin is not implemented");
+        let n = x.shape()[axis] as isize;
+        let ax = Some(axis as isize);
+        let incl = if op == ReduceOp::Max { o::cummax(x, ax, reverse, true)? } else { o::cummin(x, ax, reverse, true)? };
+        // Forward: exclusive y_{i+1} = inclusive y_i, so g_incl[i] = g[i+1]
+        // and the last g_incl is 0; reversed: g_incl[i] = g[i-1], the first 0.
+        let mut args = vec![SliceArg::ALL; axis + 1];
+        args[axis] = if reverse { SliceArg::range(0, n - 1) } else { SliceArg::range(1, n) };
+        let mut widths = vec![(0, 0); x.ndim()];
+        widths[axis] = if reverse { (1, 0) } else { (0, 1) };
+        let shifted = o::pad(&o::slice(g, &args)?, &widths, o::PadMode::Constant(0.0))?;
+        return running_extreme_vjp(op, x, &incl, &shifted, axis, reverse, true);
     }
     let n = x.shape()[axis];
     let mut line = vec![1isize; x.ndim() - axis];
@@ -338,10 +351,17 @@ fn binary_vjp(op: BinaryOp, a: &Array, b: &Array, y: &Array, g: &Array, needs: &
         Sub => (Some(g.clone()), Some(o::negative(g)?)),
         Mul => (Some(o::multiply(g, b)?), Some(o::multiply(g, a)?)),
         Div => (Some(o::divide(g, b)?), Some(o::negative(&o::divide(&o::multiply(g, y)?, b)?)?)),
-        // d/da a^b = b a^(b-1); d/db a^b = a^b log a.
+        // d/da a^b = b a^(b-1); d/db a^b = a^b log a, taken as its limit 0
+        // where a = 0 (not 0 * -inf = NaN), as MLX.
         Pow => (
             needs[0].then(|| o::multiply(g, &o::multiply(b, &o::power(a, &o::subtract(b, &c(1.0, b)?)?)?)?)).transpose()?,
-            needs[1].then(|| o::multiply(g, &o::multiply(y, &o::log(a)?)?)).transpose()?,
+            needs[1]
+                .then(|| {
+                    let zero = o::equal(a, &c(0.0, a)?)?;
+                    let log_a = o::log(&o::where_(&zero, &c(1.0, a)?, a)?)?;
+                    o::multiply(g, &o::multiply(y, &log_a)?)
+                })
+                .transpose()?,
         ),
         Maximum => (Some(mask(o::greater_equal(a, b))?), Some(mask(o::less(a, b))?)),
         Minimum => (Some(mask(o::less_equal(a, b))?), Some(mask(o::greater(a, b))?)),
@@ -606,8 +626,27 @@ impl Primitive {
                 let upd = needs[2].then(|| o::take(g, &inputs[1], None)).transpose()?;
                 Ok(vec![keep, None, upd])
             }
-            Primitive::Scatter { reduce: Some(op) } => {
-                bail!(InvalidArgument, "the derivative of a scatter that combines by {op:?} is not implemented (assignment and add have one)")
+            // Max/min: the cotangent goes to whichever of the input and the
+            // updates equals the result (to each of them on a tie).
+            Primitive::Scatter { reduce: Some(ReduceOp::Max | ReduceOp::Min) } => {
+                let (idx, upd) = (&inputs[1], &inputs[2]);
+                let zero = o::zeros(&[], g.dtype())?;
+                let keep = needs[0].then(|| o::where_(&o::equal(out, x)?, g, &zero)).transpose()?;
+                let upd_g = needs[2]
+                    .then(|| o::where_(&o::equal(&o::take(out, idx, None)?, upd)?, &o::take(g, idx, None)?, &zero))
+                    .transpose()?;
+                Ok(vec![keep, None, upd_g])
+            }
+            // Product: the input's cotangent is g times the product of the
+            // updates that landed on it; an update's is g * out / update
+            // (infinite or NaN where the update is 0, as for `prod`).
+            Primitive::Scatter { reduce: Some(ReduceOp::Prod) } => {
+                let (idx, upd) = (&inputs[1], &inputs[2]);
+                let keep = needs[0]
+                    .then(|| o::multiply(g, &o::scatter(&o::ones(x.shape(), g.dtype())?, idx, upd, Some(ReduceOp::Prod))?))
+                    .transpose()?;
+                let upd_g = needs[2].then(|| o::divide(&o::take(&o::multiply(g, out)?, idx, None)?, upd)).transpose()?;
+                Ok(vec![keep, None, upd_g])
             }
             Primitive::Softmax => {
                 let inner = o::sum(&o::multiply(g, out)?, &[-1], true)?;
@@ -622,13 +661,13 @@ impl Primitive {
                 let covered = o::cumsum(&o::multiply(g, out)?, Some(*axis as isize), !reverse, *inclusive)?;
                 one(o::divide(&covered, x))
             }
-            Primitive::Scan { op: ReduceOp::Max | ReduceOp::Min, axis, reverse, inclusive } => {
+            Primitive::Scan { op: op @ (ReduceOp::Max | ReduceOp::Min), axis, reverse, inclusive } => {
                 // Each y_i is the x_k where the running extreme was last
                 // set; its cotangent goes there. `set` marks those k, `at`
                 // the index each y_i came from; the cotangents gathered per
                 // k are the sum over i with at_i = k, a reversed cumsum of
                 // g over each run of equal `at`.
-                running_extreme_vjp(x, out, g, *axis, *reverse, *inclusive)
+                running_extreme_vjp(*op, x, out, g, *axis, *reverse, *inclusive)
             }
             Primitive::Sort => {
                 let idx = o::argsort(x, Some(-1))?;

@@ -213,7 +213,10 @@ pub fn jvp(
         .into_iter()
         .zip(&outs)
         .map(|(j, o)| {
-            let j = j.map_or_else(|| ops::zeros(o.shape(), o.dtype()), Ok)?;
+            // An output with no derivative (a comparison's bool, an
+            // integer) gets zeros in the tangents' dtype, as MLX.
+            let dt = if o.dtype().is_float() { o.dtype() } else { tangents.first().map_or(o.dtype(), |t| t.dtype()) };
+            let j = j.map_or_else(|| ops::zeros(o.shape(), dt), Ok)?;
             Ok(trace::unmark(&trace::unmark(&j, tu), tx))
         })
         .collect::<Result<Vec<_>>>()?;
