@@ -84,6 +84,7 @@ impl Array {
     /// array's element count, strides or byte size can overflow.
     pub(crate) fn from_op(prim: Primitive, inputs: Vec<Array>, shape: Vec<usize>, dtype: Dtype) -> Result<Array> {
         check_shape(&shape, dtype.size())?;
+        crate::primitive::complex::check(&prim, &inputs, dtype)?;
         let stream = current_stream();
         let traces = trace::union(&inputs);
         let tape = (!traces.is_empty())

@@ -101,6 +101,7 @@ pub enum CpuData {
     BF16(Vec<bf16>),
     F32(Vec<f32>),
     F64(Vec<f64>),
+    C64(Vec<crate::Complex64>),
 }
 
 /// Access to the `Vec<T>` inside [`CpuData`] for each element type.
@@ -124,7 +125,7 @@ macro_rules! cpu_element {
     )*};
 }
 cpu_element!(bool => Bool, u8 => U8, u16 => U16, u32 => U32, u64 => U64, i8 => I8, i16 => I16, i32 => I32, i64 => I64,
-             f16 => F16, bf16 => BF16, f32 => F32, f64 => F64);
+             f16 => F16, bf16 => BF16, f32 => F32, f64 => F64, crate::Complex64 => C64);
 
 impl CpuData {
     pub fn dtype(&self) -> Dtype {
@@ -142,6 +143,7 @@ impl CpuData {
             CpuData::BF16(_) => Dtype::BF16,
             CpuData::F32(_) => Dtype::F32,
             CpuData::F64(_) => Dtype::F64,
+            CpuData::C64(_) => Dtype::C64,
         }
     }
 
@@ -160,6 +162,7 @@ impl CpuData {
             CpuData::BF16(v) => v.len(),
             CpuData::F32(v) => v.len(),
             CpuData::F64(v) => v.len(),
+            CpuData::C64(v) => v.len(),
         }
     }
 

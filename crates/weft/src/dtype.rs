@@ -19,10 +19,31 @@ pub enum Dtype {
     BF16,
     F32,
     F64,
+    /// `complex64`: two `f32` (real, imaginary); the element is
+    /// [`Complex64`](crate::Complex64).
+    C64,
 }
 
 impl Dtype {
-    pub const ALL: [Dtype; 13] = [
+    pub const ALL: [Dtype; 14] = [
+        Dtype::Bool,
+        Dtype::U8,
+        Dtype::U16,
+        Dtype::U32,
+        Dtype::U64,
+        Dtype::I8,
+        Dtype::I16,
+        Dtype::I32,
+        Dtype::I64,
+        Dtype::F16,
+        Dtype::BF16,
+        Dtype::F32,
+        Dtype::F64,
+        Dtype::C64,
+    ];
+
+    /// The real dtypes (every dtype but `complex64`).
+    pub const REAL: [Dtype; 13] = [
         Dtype::Bool,
         Dtype::U8,
         Dtype::U16,
@@ -44,12 +65,22 @@ impl Dtype {
             Dtype::Bool | Dtype::U8 | Dtype::I8 => 1,
             Dtype::U16 | Dtype::I16 | Dtype::F16 | Dtype::BF16 => 2,
             Dtype::U32 | Dtype::I32 | Dtype::F32 => 4,
-            Dtype::U64 | Dtype::I64 | Dtype::F64 => 8,
+            Dtype::U64 | Dtype::I64 | Dtype::F64 | Dtype::C64 => 8,
         }
     }
 
     pub fn is_float(self) -> bool {
         matches!(self, Dtype::F16 | Dtype::BF16 | Dtype::F32 | Dtype::F64)
+    }
+
+    /// `complex64`.
+    pub fn is_complex(self) -> bool {
+        self == Dtype::C64
+    }
+
+    /// Floats and `complex64` (what `mx.inexact` holds).
+    pub fn is_inexact(self) -> bool {
+        self.is_float() || self.is_complex()
     }
 
     pub fn is_integer(self) -> bool {
@@ -80,6 +111,7 @@ impl Dtype {
             Dtype::BF16 => "bfloat16",
             Dtype::F32 => "float32",
             Dtype::F64 => "float64",
+            Dtype::C64 => "complex64",
         }
     }
 
@@ -92,11 +124,15 @@ impl Dtype {
     /// `float16` with `bfloat16` gives `float32`; two ints of one signedness
     /// give the wider; an unsigned with a signed int gives the signed one if
     /// it is wider, else the signed int twice the unsigned's width, and
-    /// `uint64` with any signed int gives `float32` (no int holds both).
+    /// `uint64` with any signed int gives `float32` (no int holds both);
+    /// anything with `complex64` gives `complex64`.
     pub fn promote(a: Dtype, b: Dtype) -> Dtype {
         use Dtype::*;
         if a == b {
             return a;
+        }
+        if a == C64 || b == C64 {
+            return C64;
         }
         let (lo, hi) = if a < b { (a, b) } else { (b, a) };
         match (lo, hi) {
@@ -117,9 +153,9 @@ impl Dtype {
     }
 
     /// The type a float-valued op (exp, sqrt, mean, ...) computes in: the
-    /// type itself for floats, `float32` for everything else.
+    /// type itself for floats and `complex64`, `float32` for everything else.
     pub fn at_least_float(self) -> Dtype {
-        if self.is_float() {
+        if self.is_inexact() {
             self
         } else {
             Dtype::F32
@@ -214,6 +250,10 @@ mod tests {
             (I16, F16, F16),
             (U64, BF16, BF16),
             (F16, F32, F32),
+            (F64, C64, C64),
+            (I64, C64, C64),
+            (Bool, C64, C64),
+            (BF16, C64, C64),
         ];
         for (a, b, want) in cases {
             assert_eq!(Dtype::promote(a, b), want, "{a} + {b}");
@@ -254,6 +294,7 @@ macro_rules! with_dtype {
             $crate::Dtype::BF16 => { type $T = $crate::half::bf16; $body }
             $crate::Dtype::F32 => { type $T = f32; $body }
             $crate::Dtype::F64 => { type $T = f64; $body }
+            $crate::Dtype::C64 => { type $T = $crate::Complex64; $body }
         }
     }};
 }

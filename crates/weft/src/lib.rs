@@ -21,6 +21,7 @@
 pub mod array;
 pub mod backend;
 pub mod buffer;
+mod complex;
 pub mod device;
 pub mod dtype;
 pub mod io;
@@ -39,6 +40,7 @@ pub use half;
 pub use ops::{fast, linalg, random};
 pub use buffer::{active_memory, peak_memory, reset_peak_memory, set_memory_limit};
 pub use device::{default_device, set_default_device, Device, DeviceType};
+pub use complex::Complex64;
 pub use dtype::Dtype;
 pub use shape::Axes;
 pub use error::{catch_panic, Error, Result};

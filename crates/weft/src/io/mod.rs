@@ -38,6 +38,10 @@ pub(crate) fn le_bytes(a: &Array) -> Result<Vec<u8>> {
         Dtype::BF16 => le(a, |x: bf16| x.to_bits().to_le_bytes()),
         Dtype::F32 => le(a, f32::to_le_bytes),
         Dtype::F64 => le(a, f64::to_le_bytes),
+        Dtype::C64 => le(a, |z: crate::Complex64| {
+            let (re, im) = (z.re().to_le_bytes(), z.im().to_le_bytes());
+            [re[0], re[1], re[2], re[3], im[0], im[1], im[2], im[3]]
+        }),
     }
 }
 
@@ -45,7 +49,8 @@ pub(crate) fn le_bytes(a: &Array) -> Result<Vec<u8>> {
 /// order, little-endian (`big_endian` false) or big-endian. The byte count
 /// must match the shape; the copy is reserved against the memory limit.
 pub(crate) fn from_bytes(bytes: &[u8], dtype: Dtype, shape: &[usize], big_endian: bool) -> Result<Array> {
-    let size = dtype.size();
+    // A complex element is two floats, each swapped on its own.
+    let size = if dtype.is_complex() { dtype.size() / 2 } else { dtype.size() };
     if big_endian == cfg!(target_endian = "big") || size == 1 {
         return Array::from_bytes(bytes, dtype, shape);
     }

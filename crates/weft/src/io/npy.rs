@@ -55,6 +55,7 @@ pub fn descr(dtype: Dtype) -> &'static str {
         Dtype::BF16 => "<V2",
         Dtype::F32 => "<f4",
         Dtype::F64 => "<f8",
+        Dtype::C64 => "<c8",
     }
 }
 
@@ -83,7 +84,8 @@ fn parse_descr(d: &str) -> std::result::Result<(Dtype, bool), String> {
         "f4" | "f" => Dtype::F32,
         "f8" | "d" => Dtype::F64,
         "V2" => Dtype::BF16,
-        r if r.starts_with('c') => return Err(format!("complex arrays ({d:?}) are not supported: weft has no complex dtype")),
+        "c8" | "F" => Dtype::C64,
+        r if r.starts_with('c') => return Err(format!("weft's only complex dtype is complex64, not NumPy's {d:?}")),
         _ => return Err(format!("weft has no dtype for NumPy's {d:?}")),
     };
     Ok((dtype, big))

@@ -113,6 +113,10 @@ fn to_array(view: &TensorView<'_>) -> Result<Array> {
         Dtype::BF16 => decode(bytes, shape, |b| bf16::from_bits(u16::from_le_bytes(b))),
         Dtype::F32 => decode(bytes, shape, f32::from_le_bytes),
         Dtype::F64 => decode(bytes, shape, f64::from_le_bytes),
+        Dtype::C64 => decode(bytes, shape, |b: [u8; 8]| {
+            let part = |i: usize| f32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+            crate::Complex64::new(part(0), part(4))
+        }),
     }
 }
 
@@ -131,6 +135,7 @@ fn dtype_of(d: StDtype) -> Result<Dtype> {
         StDtype::BF16 => Dtype::BF16,
         StDtype::F32 => Dtype::F32,
         StDtype::F64 => Dtype::F64,
+        StDtype::C64 => Dtype::C64,
         // 8-bit floats have no weft dtype: their bytes load as uint8, as
         // in MLX (`from_fp8` decodes them).
         StDtype::F8_E4M3 | StDtype::F8_E5M2 => Dtype::U8,
@@ -153,6 +158,7 @@ fn st_dtype(d: Dtype) -> StDtype {
         Dtype::BF16 => StDtype::BF16,
         Dtype::F32 => StDtype::F32,
         Dtype::F64 => StDtype::F64,
+        Dtype::C64 => StDtype::C64,
     }
 }
 

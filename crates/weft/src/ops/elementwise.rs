@@ -17,6 +17,14 @@ pub fn astype(a: &Array, dtype: Dtype) -> Result<Array> {
 
 /// A node of `op` on `a`, with the dtype rule of the op's [`Domain`].
 pub fn unary(op: UnaryOp, a: &Array) -> Result<Array> {
+    if a.dtype().is_complex() {
+        // The modulus is real; other ops keep complex64 (or are refused by
+        // `primitive/complex.rs`, rounding included).
+        if op == UnaryOp::Abs {
+            return super::complex::complex_abs(a);
+        }
+        return Array::from_op(Primitive::Unary(op), vec![a.clone()], a.shape().to_vec(), Dtype::C64);
+    }
     let dtype = match op.domain() {
         Domain::Numeric if op == UnaryOp::Neg && a.dtype() == Dtype::Bool => {
             return Err(Error::Dtype("cannot negate a bool array; use logical not".into()))

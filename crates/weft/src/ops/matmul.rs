@@ -13,7 +13,7 @@ pub fn matmul(a: &Array, b: &Array) -> Result<Array> {
         bail!(Shape, "matmul needs at least 1-D operands, got shapes {:?} and {:?}", a.shape(), b.shape());
     }
     let dtype = Dtype::promote(a.dtype(), b.dtype());
-    if !dtype.is_float() {
+    if !dtype.is_inexact() {
         bail!(Dtype, "matmul supports floating point types only, got {} and {}", a.dtype(), b.dtype());
     }
     let a2 = if a.ndim() == 1 { expand_dims(a, 0)? } else { a.clone() };
@@ -62,7 +62,7 @@ pub fn inner(a: &Array, b: &Array) -> Result<Array> {
     let out: Vec<isize> = dims(&[&a.shape()[..a.ndim() - 1], &b.shape()[..b.ndim() - 1]].concat());
     let a2 = reshape(a, &[-1, ka as isize])?;
     let b2 = reshape(b, &[-1, kb as isize])?;
-    let p = if Dtype::promote(a.dtype(), b.dtype()).is_float() {
+    let p = if Dtype::promote(a.dtype(), b.dtype()).is_inexact() {
         matmul(&a2, &super::transpose(&b2, &[1, 0])?)?
     } else {
         // Integers: the broadcast product, summed (matmul is float-only).

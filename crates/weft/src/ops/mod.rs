@@ -2,11 +2,13 @@
 //! them), applies NumPy broadcasting and MLX's type promotion, and returns a
 //! lazy [`Array`] on the calling thread's current stream. No op computes.
 
+mod complex;
 mod conv;
 mod creation;
 mod einsum;
 mod elementwise;
 pub mod fast;
+pub mod fft;
 mod indexing;
 pub mod linalg;
 mod logical;
@@ -21,6 +23,7 @@ mod softmax;
 mod sort;
 mod structured_mm;
 
+pub use complex::{complex, conjugate, imag, real};
 pub use conv::{conv1d, conv2d, conv3d, conv_general, conv_transpose1d, conv_transpose2d, conv_transpose3d, convolve, ConvPadding};
 pub(crate) use conv::conv_node;
 pub use creation::{arange, bartlett, blackman, eye, full, hamming, hanning, linspace, ones, tri, tril, triu, zeros};

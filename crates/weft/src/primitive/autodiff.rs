@@ -8,12 +8,12 @@
 //! arm of the exhaustive match in [`Primitive::vjp`].
 
 use super::unary::op;
-use super::{BinaryOp, ConvParams, LinalgOp, Primitive, ReduceOp, UnaryOp};
+use super::{BinaryOp, ComplexOp, ConvParams, LinalgOp, Primitive, ReduceOp, UnaryOp};
 use crate::ops::fast as fast_ops;
 use crate::ops::quantized;
 use crate::ops::{self as o, SliceArg};
 use crate::shape::numel;
-use crate::{bail, Array, Dtype, Result};
+use crate::{bail, Array, Dtype, Error, Result};
 
 /// The derivative of a unary op: the input's cotangent from the input `x`,
 /// the output `y` and the output's cotangent `g`.
@@ -533,6 +533,54 @@ fn linalg_vjp(op: LinalgOp, inputs: &[Array], out: &Array, g: &Array) -> Result<
     }
 }
 
+fn complex_vjp(op: ComplexOp, z: &Array, g: &Array) -> Result<Array> {
+    match op {
+        ComplexOp::Real => o::astype(g, Dtype::C64),
+        ComplexOp::Imag => o::multiply(&o::astype(g, Dtype::C64)?, &Array::scalar(crate::Complex64::new(0.0, 1.0))),
+        // g * z / |z|.
+        ComplexOp::Abs => o::multiply(&o::astype(g, Dtype::C64)?, &o::divide(z, &o::abs(z)?)?),
+        ComplexOp::Conj => o::conjugate(g),
+    }
+}
+
+/// The derivative of `Fft`: the adjoint transform (the inverse, rescaled).
+/// A real transform's Hermitian half counts its frequencies other than 0
+/// and `n / 2` twice, which `mask` weighs.
+fn fft_vjp(axes: &[usize], inverse: bool, real: bool, x: &Array, g: &Array) -> Result<Array> {
+    let last = *axes.last().ok_or_else(|| Error::Internal("fft with no axes".into()))?;
+    let node = |inverse: bool, shape: Vec<usize>, dtype: Dtype| {
+        Array::from_op(Primitive::Fft { axes: axes.to_vec(), inverse, real }, vec![g.clone()], shape, dtype)
+    };
+    // Along `last`: `inner` on the `m` frequencies but 0 and (for even `n`) `n / 2`.
+    let mask = |m: usize, n: usize, inner: f32| -> Result<Array> {
+        let v: Vec<f32> = (0..m).map(|k| if k == 0 || (n % 2 == 0 && k == n / 2) { 1.0 } else { inner }).collect();
+        let mut shape = vec![1; x.ndim()];
+        shape[last] = m;
+        Array::from_vec(v, &shape)
+    };
+    let scalar = |v: f64| Array::scalar(v as f32);
+    match (real, inverse) {
+        (false, _) => {
+            let n: f64 = axes.iter().map(|&a| x.shape()[a] as f64).product();
+            let y = node(!inverse, x.shape().to_vec(), Dtype::C64)?;
+            o::multiply(&y, &scalar(if inverse { 1.0 / n } else { n }))
+        }
+        (true, false) => {
+            // x real [.., n, ..], g complex [.., n / 2 + 1, ..].
+            let n: f64 = axes.iter().map(|&a| x.shape()[a] as f64).product();
+            let gm = o::multiply(g, &mask(g.shape()[last], x.shape()[last], 0.5)?)?;
+            let y = Array::from_op(Primitive::Fft { axes: axes.to_vec(), inverse: true, real: true }, vec![gm], x.shape().to_vec(), Dtype::F32)?;
+            o::multiply(&y, &scalar(n))
+        }
+        (true, true) => {
+            // x complex [.., m, ..], g real [.., n, ..].
+            let n: f64 = axes.iter().map(|&a| g.shape()[a] as f64).product();
+            let y = node(false, x.shape().to_vec(), Dtype::C64)?;
+            o::multiply(&o::multiply(&y, &mask(x.shape()[last], g.shape()[last], 2.0)?)?, &scalar(1.0 / n))
+        }
+    }
+}
+
 impl Primitive {
     /// The cotangents of `inputs` given the cotangent `g` of this
     /// primitive's output `out` (the node itself), computed only where
@@ -557,6 +605,10 @@ impl Primitive {
                 Ok(vec![None, pick(1, true)?, pick(2, false)?])
             }
             Primitive::AsType => one(o::astype(g, x.dtype())),
+            // MLX's convention for complex inputs: the cotangent of `z` is
+            // dL/dRe(z) + i dL/dIm(z).
+            Primitive::Complex(op) => one(complex_vjp(*op, x, g)),
+            Primitive::Fft { axes, inverse, real } => one(fft_vjp(axes, *inverse, *real, x, g)),
             Primitive::Reduce { op: ReduceOp::Sum, .. } => one(o::broadcast_to(g, x.shape())),
             // d prod / dx_i = prod / x_i (infinite or NaN where x_i is 0, as
             // the quotient rule gives; MLX's rule for zeros is not kept).

@@ -3,12 +3,14 @@
 //! primitive under the same name in each backend.
 
 pub mod autodiff;
+pub mod complex;
 pub mod linalg;
 pub mod threefry;
 pub mod unary;
 pub mod view;
 pub mod vmap;
 
+pub use complex::ComplexOp;
 pub use linalg::LinalgOp;
 pub use unary::UnaryOp;
 
@@ -204,6 +206,16 @@ primitives! {
     /// packed `w` read in place: inputs (x `[..., M, K]`, w, scales, biases),
     /// all four with the same batch axes.
     QuantizedMatmul { group_size: usize, bits: u32, transpose: bool },
+    /// A part of a complex64 input, elementwise ([`ComplexOp`]).
+    Complex(ComplexOp),
+    /// The discrete Fourier transform over `axes` (distinct, in the order
+    /// given; the op has padded or cut them to the transform sizes).
+    /// `inverse` transforms are scaled by `1 / n`. `real` and not
+    /// `inverse`: a float32 input, and the last axis of `axes` keeps `n / 2
+    /// + 1` frequencies; `real` and `inverse`: a Hermitian complex64 input
+    /// whose last axis holds `n / 2 + 1` of them, and a float32 output of
+    /// `n` (the output's shape gives `n`). Otherwise complex64 in and out.
+    Fft { axes: Vec<usize>, inverse: bool, real: bool },
 }
 
 /// The parameters of [`Primitive::Conv`] (one entry per spatial axis),

@@ -129,7 +129,11 @@ impl Primitive {
             | Primitive::LogSumExp
             | Primitive::Sort
             | Primitive::ArgSort
-            | Primitive::Rope(_) => node(self.clone(), vec![x.clone()]),
+            | Primitive::Rope(_)
+            | Primitive::Complex(_) => node(self.clone(), vec![x.clone()]),
+            Primitive::Fft { axes, inverse, real } => {
+                node(Primitive::Fft { axes: plus_one(axes), inverse: *inverse, real: *real }, vec![x.clone()])
+            }
             // Elementwise with broadcasting: align batched operands.
             Primitive::Binary(_) | Primitive::Select => {
                 let inputs = args.iter().map(|(a, b)| if *b { lift(a, shape.len()) } else { Ok(a.clone()) }).collect::<Result<_>>()?;

@@ -32,6 +32,7 @@ pub(crate) fn matmul(a: &Data, b: &Data, out: OutSpec<'_>) -> Result<CpuBuffer> 
         Dtype::F32 => gemm_batched::<f32>(a, b, out.shape),
         Dtype::F64 => gemm_batched::<f64>(a, b, out.shape),
         Dtype::F16 => gemm_batched::<half::f16>(a, b, out.shape),
+        Dtype::C64 => gemm_batched::<crate::Complex64>(a, b, out.shape),
         Dtype::BF16 => {
             // float32 operands and product, rounded once at the end.
             let (a32, b32) = (to_f32(a)?, to_f32(b)?);
@@ -75,7 +76,31 @@ pub(super) fn batch_offset(l: &Layout, mut i: usize) -> usize {
     off as usize
 }
 
-fn gemm_batched<T: CpuElement + Default>(a: &Data, b: &Data, shape: &[usize]) -> Result<CpuBuffer> {
+/// An element and the type `gemm` computes it as (`gemm` picks its kernel
+/// by type: `Complex64` is passed as the `Complex32` it wraps).
+trait GemmElement: CpuElement + Default {
+    type G: 'static + Copy;
+    fn to_gemm(self) -> Self::G;
+}
+
+macro_rules! gemm_self {
+    ($($t:ty),*) => {$(
+        impl GemmElement for $t {
+            type G = $t;
+            fn to_gemm(self) -> $t { self }
+        }
+    )*};
+}
+gemm_self!(f32, f64, half::f16);
+
+impl GemmElement for crate::Complex64 {
+    type G = num_complex::Complex32;
+    fn to_gemm(self) -> num_complex::Complex32 {
+        self.0
+    }
+}
+
+fn gemm_batched<T: GemmElement>(a: &Data, b: &Data, shape: &[usize]) -> Result<CpuBuffer> {
     let nd = shape.len();
     let (m, n) = (shape[nd - 2], shape[nd - 1]);
     let k = a.layout.shape[nd - 1];
@@ -97,26 +122,27 @@ fn gemm_batched<T: CpuElement + Default>(a: &Data, b: &Data, shape: &[usize]) ->
         // of their buffers with non-negative matrix strides (`operand`
         // copies otherwise), so every element `gemm` reads, at `oa + r *
         // rs + c * cs` for `r < m, c < k` (and likewise for `b`), lies inside
-        // `sa` (`sb`). `T` is f32, f64 or half::f16 (= gemm::f16), the types
-        // `gemm` accepts. The buffers outlive the call, and `dst` is not
+        // `sa` (`sb`). `T::G` is f32, f64, half::f16 (= gemm::f16) or
+        // Complex32 (= gemm::c32), the types `gemm` accepts, and `T` has
+        // the layout of `T::G` (itself, or Complex64, repr(transparent)). The buffers outlive the call, and `dst` is not
         // aliased by the operands (it is a fresh allocation).
         unsafe {
-            gemm::gemm::<T>(
+            gemm::gemm::<T::G>(
                 m,
                 n,
                 k,
-                dst.as_mut_ptr(),
+                dst.as_mut_ptr().cast::<T::G>(),
                 1,
                 n as isize,
                 false,
-                sa.as_ptr().add(oa),
+                sa.as_ptr().add(oa).cast::<T::G>(),
                 la.strides[nd - 1],
                 la.strides[nd - 2],
-                sb.as_ptr().add(ob),
+                sb.as_ptr().add(ob).cast::<T::G>(),
                 lb.strides[nd - 1],
                 lb.strides[nd - 2],
-                T::from_f64(0.0),
-                T::from_f64(1.0),
+                T::from_f64(0.0).to_gemm(),
+                T::from_f64(1.0).to_gemm(),
                 false,
                 false,
                 false,

@@ -10,9 +10,11 @@ mod arange;
 mod argsort;
 mod astype;
 mod binary;
+mod complex;
 mod concatenate;
 mod conv;
 mod copy;
+mod fft;
 mod scan;
 mod scatter;
 mod gather;
@@ -94,6 +96,8 @@ impl Encoder for CpuEncoder {
             Primitive::Sdpa { scale, causal } => sdpa::sdpa(*scale, *causal, i, out)?,
             Primitive::Linalg(op) => linalg::linalg(*op, i, out)?,
             Primitive::Conv(p) => conv::conv(p, &i[0], &i[1], out)?,
+            Primitive::Complex(op) => complex::complex(*op, &i[0])?,
+            Primitive::Fft { axes, inverse, real } => fft::fft(axes, *inverse, *real, &i[0], out)?,
             Primitive::Quantize { group_size, bits } => quantized::quantize(*group_size, *bits, i, out)?,
             Primitive::Dequantize { group_size, bits } => quantized::dequantize(*group_size, *bits, i, out)?,
             Primitive::QuantizedMatmul { group_size, bits, transpose } => {

@@ -265,3 +265,26 @@ float_elem! {
     f16 => f32, |x| x.to_f32(), |a| f16::from_f32(a);
     bf16 => f32, |x| x.to_f32(), |a| bf16::from_f32(a);
 }
+
+/// `complex64`: complex arithmetic. `abs` is `|z|` as a complex number
+/// (`ops::abs` gives `float32`, through `backend/cpu/complex.rs`); the ops
+/// with no complex meaning (floor division, remainder, max/min ordering,
+/// bitwise) are refused when the graph is built (`primitive/complex.rs`),
+/// so the defaults below never run.
+impl Arith for crate::Complex64 {
+    #[inline(always)] fn add(self, o: Self) -> Self { Self(self.0 + o.0) }
+    #[inline(always)] fn sub(self, o: Self) -> Self { Self(self.0 - o.0) }
+    #[inline(always)] fn mul(self, o: Self) -> Self { Self(self.0 * o.0) }
+    #[inline(always)] fn div(self, o: Self) -> Self { Self(self.0 / o.0) }
+    fn floor_div(self, o: Self) -> Self { Self(self.0 / o.0) }
+    fn rem(self, _o: Self) -> Self { self }
+    fn pow(self, o: Self) -> Self {
+        if o.0.im == 0.0 && o.0.re == o.0.re.round() && o.0.re.abs() <= 64.0 {
+            Self(self.0.powi(o.0.re as i32))
+        } else {
+            Self(self.0.powc(o.0))
+        }
+    }
+    #[inline(always)] fn neg(self) -> Self { Self(-self.0) }
+    #[inline(always)] fn abs(self) -> Self { Self::new(self.0.norm(), 0.0) }
+}

@@ -54,7 +54,7 @@ macro_rules! reducible_self {
         }
     )*};
 }
-reducible_self!(bool, u8, u16, u32, u64, i8, i16, i32, i64, f32, f64);
+reducible_self!(bool, u8, u16, u32, u64, i8, i16, i32, i64, f32, f64, crate::Complex64);
 
 macro_rules! reducible_half {
     ($($t:ty),*) => {$(

@@ -95,8 +95,43 @@ fn int<T: Arith>(op: UnaryOp, a: &Data, dtype: Dtype) -> Result<CpuBuffer> {
     }
 }
 
+/// complex64: the ops `primitive/complex.rs` lets through, on `Complex32`.
+fn complex(op: UnaryOp, a: &Data) -> Result<CpuBuffer> {
+    use crate::Complex64;
+    use num_complex::Complex32 as C;
+    use std::f32::consts::{LN_10, LN_2};
+    let f: fn(C) -> C = match op {
+        UnaryOp::Neg => |z| -z,
+        UnaryOp::Exp => |z| z.exp(),
+        UnaryOp::Exp2 => |z| (z * LN_2).exp(),
+        UnaryOp::Expm1 => |z| z.exp() - C::new(1.0, 0.0),
+        UnaryOp::Log => |z| z.ln(),
+        UnaryOp::Log2 => |z| z.ln() / LN_2,
+        UnaryOp::Log10 => |z| z.ln() / LN_10,
+        UnaryOp::Log1p => |z| (z + C::new(1.0, 0.0)).ln(),
+        UnaryOp::Sqrt => |z| z.sqrt(),
+        UnaryOp::Rsqrt => |z| C::new(1.0, 0.0) / z.sqrt(),
+        UnaryOp::Sigmoid => |z| C::new(1.0, 0.0) / (C::new(1.0, 0.0) + (-z).exp()),
+        UnaryOp::Sin => |z| z.sin(),
+        UnaryOp::Cos => |z| z.cos(),
+        UnaryOp::Tan => |z| z.tan(),
+        UnaryOp::Sinh => |z| z.sinh(),
+        UnaryOp::Cosh => |z| z.cosh(),
+        UnaryOp::Tanh => |z| z.tanh(),
+        UnaryOp::Arcsin => |z| z.asin(),
+        UnaryOp::Arccos => |z| z.acos(),
+        UnaryOp::Arctan => |z| z.atan(),
+        UnaryOp::Arcsinh => |z| z.asinh(),
+        UnaryOp::Arccosh => |z| z.acosh(),
+        UnaryOp::Arctanh => |z| z.atanh(),
+        op => return Err(Error::Dtype(format!("{} does not support complex64 inputs", op.name()))),
+    };
+    map1::<Complex64, Complex64>(a, move |z| Complex64(f(z.0)))
+}
+
 pub(crate) fn unary(op: UnaryOp, a: &Data, out: OutSpec<'_>) -> Result<CpuBuffer> {
     match out.dtype {
+        Dtype::C64 => complex(op, a),
         Dtype::F32 => float::<f32>(op, a),
         Dtype::F64 => float::<f64>(op, a),
         Dtype::F16 => float::<f16>(op, a),

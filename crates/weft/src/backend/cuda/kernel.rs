@@ -155,6 +155,8 @@ pub(crate) fn ctype(d: Dtype) -> &'static str {
         Dtype::F16 | Dtype::BF16 => "unsigned short",
         Dtype::F32 => "float",
         Dtype::F64 => "double",
+        // Never generated: `kernel_for` sends complex64 work to the host.
+        Dtype::C64 => "float2",
     }
 }
 
@@ -210,6 +212,7 @@ pub(crate) fn from_double(d: Dtype, x: &str) -> String {
         Dtype::BF16 => format!("d2bf({x})"),
         Dtype::F32 => format!("((float)({x}))"),
         Dtype::F64 => format!("({x})"),
+        Dtype::C64 => format!("make_float2((float)({x}), 0.0f)"),
     }
 }
 
@@ -228,6 +231,7 @@ pub(crate) fn short(d: Dtype) -> &'static str {
         Dtype::BF16 => "bf16",
         Dtype::F32 => "f32",
         Dtype::F64 => "f64",
+        Dtype::C64 => "c64",
     }
 }
 

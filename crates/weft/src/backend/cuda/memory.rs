@@ -309,6 +309,7 @@ fn upload(c: &CpuBuffer, stream: &Arc<StreamHandle>) -> Result<CudaBuffer> {
         CpuData::BF16(v) => v.as_ptr() as *const u8,
         CpuData::F32(v) => v.as_ptr() as *const u8,
         CpuData::F64(v) => v.as_ptr() as *const u8,
+        CpuData::C64(v) => v.as_ptr() as *const u8,
     };
     // SAFETY: `src` points at `bytes` bytes of the host buffer. From pageable
     // memory the driver stages the bytes before returning, so the host buffer
@@ -382,6 +383,7 @@ pub(crate) fn to_host(data: &Data) -> Result<Data> {
         Dtype::BF16 => copy_out!(half::bf16),
         Dtype::F32 => copy_out!(f32),
         Dtype::F64 => copy_out!(f64),
+        Dtype::C64 => copy_out!(crate::Complex64),
     };
     err?;
     let layout = crate::shape::Layout {

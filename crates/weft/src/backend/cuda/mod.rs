@@ -194,6 +194,11 @@ fn kern<'p>(
 /// lists the cases: sorts of rows longer than `sort::MAX_ROW`, attention
 /// with head sizes beyond `sdpa::MAX_D`/`MAX_DV`).
 fn kernel_for<'p>(prim: &'p Primitive, inputs: &[Data], out: OutSpec<'p>) -> Option<Kernel<'p>> {
+    // complex64 has no CUDA kernels yet: every primitive that reads or
+    // makes it runs on the host (docs/gpu.md, "Host fallbacks").
+    if out.dtype.is_complex() || inputs.iter().any(|d| d.buffer.dtype().is_complex()) {
+        return None;
+    }
     Some(match prim {
         Primitive::Unary(op) => kern(move |k, _, o| unary::unary(k, *op, &o[0], out)),
         Primitive::Binary(op) => kern(move |k, _, o| binary::binary(k, *op, &o[0], &o[1], out)),
@@ -242,7 +247,8 @@ fn kernel_for<'p>(prim: &'p Primitive, inputs: &[Data], out: OutSpec<'p>) -> Opt
         Primitive::QuantizedMatmul { group_size, bits, transpose } => {
             kern(move |k, _, o| quantized::quantized_matmul(k, *group_size, *bits, *transpose, o, out))
         }
-        // SliceUpdate: `CudaEncoder::slice_update` (it may write in place).
+        // complex64 (above): no CUDA kernels. SliceUpdate:
+        // `CudaEncoder::slice_update` (it may write in place).
         _ => return None,
     })
 }

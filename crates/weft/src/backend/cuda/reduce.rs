@@ -317,7 +317,8 @@ pub(crate) fn arg_reduce(k: &mut Launcher<'_>, op: ArgReduceOp, axis: usize, a: 
 /// floats): the identities of max and min.
 pub(super) fn limits(d: Dtype) -> (&'static str, &'static str) {
     match d {
-        Dtype::F16 | Dtype::BF16 | Dtype::F32 => ("(-inf_f())", "inf_f()"),
+        // Never generated: `kernel_for` sends complex64 to the host.
+        Dtype::F16 | Dtype::BF16 | Dtype::F32 | Dtype::C64 => ("(-inf_f())", "inf_f()"),
         Dtype::F64 => ("(-inf_d())", "inf_d()"),
         Dtype::Bool => ("false", "true"),
         Dtype::U8 => ("0", "255"),

@@ -12,6 +12,8 @@ pub(crate) fn unary(k: &mut Launcher<'_>, op: UnaryOp, a: &Operand, out: OutSpec
     let d = out.dtype;
     let x = load(d, "x0");
     let expr = match d {
+        // `kernel_for` sends complex64 to the host; this answers if it did not.
+        Dtype::C64 => return Err(Error::Dtype(format!("{} on complex64 has no CUDA kernel", op.name()))),
         Dtype::F16 | Dtype::BF16 | Dtype::F32 => float_expr(op, &x, "f"),
         Dtype::F64 => float_expr(op, &x, ""),
         Dtype::Bool | Dtype::U8 | Dtype::U16 | Dtype::U32 | Dtype::U64 => match op {
