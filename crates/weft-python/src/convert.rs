@@ -285,6 +285,9 @@ pub fn read<T: CpuElement>(py: Python<'_>, a: &Array) -> PyResult<Vec<T>> {
 
 /// One element as a Python `bool`, `int` or `float`, by dtype.
 fn py_scalar<'py, T: Element>(py: Python<'py>, v: T, dtype: Dtype) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(z) = (&v as &dyn std::any::Any).downcast_ref::<weft::Complex64>() {
+        return Ok(pyo3::types::PyComplex::from_doubles(py, z.re() as f64, z.im() as f64).into_any());
+    }
     Ok(if dtype == Dtype::Bool {
         PyBool::new(py, v.to_i64() != 0).to_owned().into_any()
     } else if dtype.is_float() {

@@ -115,6 +115,8 @@ impl DtypeCategory {
     fn of(d: Dtype) -> Option<DtypeCategory> {
         if d.is_float() {
             Some(DtypeCategory::Floating)
+        } else if d.is_complex() {
+            Some(DtypeCategory::ComplexFloating)
         } else if d.is_unsigned() {
             Some(DtypeCategory::UnsignedInteger)
         } else if d.is_integer() {

@@ -75,6 +75,7 @@ fn format(dtype: Dtype) -> &'static CStr {
         Dtype::BF16 => c"bfloat16",
         Dtype::F32 => c"f",
         Dtype::F64 => c"d",
+        Dtype::C64 => c"Zf",
     }
 }
 
@@ -216,6 +217,7 @@ fn dl_dtype(d: Dtype) -> DLDataType {
         Dtype::F32 => (2, 32),
         Dtype::F64 => (2, 64),
         Dtype::BF16 => (4, 16),
+        Dtype::C64 => (5, 64),
     };
     DLDataType { code, bits, lanes: 1 }
 }

@@ -12,6 +12,11 @@ const SUMMARIZE_OVER: usize = 1000;
 const EDGE: usize = 3;
 
 fn element<T: Element>(v: T, dtype: Dtype) -> String {
+    if let Some(z) = (&v as &dyn std::any::Any).downcast_ref::<weft::Complex64>() {
+        let (re, im) = (element(z.re(), Dtype::F32), element(z.im().abs(), Dtype::F32));
+        let sign = if z.im() < 0.0 || (z.im() == 0.0 && z.im().is_sign_negative()) { '-' } else { '+' };
+        return format!("{re}{sign}{im}j");
+    }
     if dtype == Dtype::Bool {
         return if v.to_i64() != 0 { "True" } else { "False" }.into();
     }

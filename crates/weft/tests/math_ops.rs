@@ -29,7 +29,7 @@ fn every_unary_op_matches_reference() {
     for &op in UnaryOp::ALL {
         let (f, lo, hi) = unary_reference(op);
         let name = op.name();
-        for dtype in Dtype::ALL {
+        for dtype in Dtype::REAL {
             if op == UnaryOp::Neg && dtype == Dtype::Bool {
                 let r = ops::unary(op, &array(&[1.0], &[1], dtype));
                 assert!(matches!(r, Err(weft::Error::Dtype(_))), "negative of bool: {r:?}");

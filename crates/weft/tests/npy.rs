@@ -103,7 +103,7 @@ fn npy_rejects_corrupt_headers() {
     expect_io(npy::from_bytes(b"\x93NUMPY\x09\x00\x00\x00", "e"), "version 9.0");
     expect_io(npy::from_bytes(b"\x93NUMPY\x01\x00\x40", "e"), "header length");
     expect_io(npy::from_bytes(b"\x93NUMPY\x01\x00\xff\x00{'descr'", "e"), "ends before");
-    expect_io(npy::from_bytes(&h("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }"), "e"), "complex");
+    expect_io(npy::from_bytes(&h("{'descr': '<c16', 'fortran_order': False, 'shape': (2,), }"), "e"), "complex");
     expect_io(npy::from_bytes(&h("{'descr': '<U4', 'fortran_order': False, 'shape': (2,), }"), "e"), "no dtype");
     expect_io(npy::from_bytes(&h("{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (2,), }"), "e"), "structured");
     expect_io(npy::from_bytes(&h("{'descr': '<i4', 'shape': (2,), }"), "e"), "lacks");

@@ -79,7 +79,7 @@ fn binary_ops_match_reference() {
     let mut rng = Rng::new(2);
     for (name, op, f, ka, kb) in binary_table() {
         let cmp = name.contains("equal") || name.contains("less") || name.contains("greater");
-        for dtype in Dtype::ALL {
+        for dtype in Dtype::REAL {
             if dtype == Dtype::Bool && !cmp && bool_ref(name, 0.0, 0.0).is_none() && name != "divide" {
                 continue;
             }
@@ -208,8 +208,8 @@ fn where_matches_reference() {
 #[test]
 fn astype_between_all_dtypes() {
     let mut rng = Rng::new(6);
-    for from in Dtype::ALL {
-        for to in Dtype::ALL {
+    for from in Dtype::REAL {
+        for to in Dtype::REAL {
             // Float to unsigned is only defined for values in range.
             let kind = if from.is_float() && to.is_unsigned() { Kind::Positive } else { Kind::Any };
             for view in [View::Contiguous, View::Strided] {
@@ -283,7 +283,7 @@ fn squeezed(shape: &[usize], axes: &[usize], keepdims: bool) -> Vec<usize> {
 #[test]
 fn sum_max_min_match_reference() {
     let mut rng = Rng::new(7);
-    for dtype in Dtype::ALL {
+    for dtype in Dtype::REAL {
         for (ci, (shape, axes)) in REDUCE_CASES.into_iter().enumerate() {
             for keepdims in [false, true] {
                 let view = VIEWS[(ci + keepdims as usize) % 4];
@@ -383,7 +383,7 @@ fn argmax_argmin_match_reference() {
         (&[1, 4], Some(0)),
         (&[], None),
     ];
-    for dtype in Dtype::ALL {
+    for dtype in Dtype::REAL {
         for (ci, (shape, axis)) in cases.into_iter().enumerate() {
             for keepdims in [false, true] {
                 let view = VIEWS[(ci + 2 * keepdims as usize) % 4];
@@ -680,7 +680,7 @@ fn concatenate_expand_squeeze_match_reference() {
 
 #[test]
 fn creation_ops() {
-    for dtype in Dtype::ALL {
+    for dtype in Dtype::REAL {
         let z = ops::zeros(&[2, 3], dtype).unwrap();
         let o = ops::ones(&[4], dtype).unwrap();
         assert_eq!((z.dtype(), shape_of(&z), read(&z)), (dtype, vec![2, 3], vec![0.0; 6]));
