@@ -43,6 +43,7 @@ fn base_ptr(d: &CpuData) -> *const u8 {
         CpuData::BF16(v) => v.as_ptr().cast(),
         CpuData::F32(v) => v.as_ptr().cast(),
         CpuData::F64(v) => v.as_ptr().cast(),
+        CpuData::C64(v) => v.as_ptr().cast(),
     }
 }
 
