@@ -27,7 +27,7 @@ const DECODE_BLOCK: usize = 1 << 15;
 
 /// Decodes one group: `out[j] = scale * q_j + bias` for the codes in `words`
 /// (`out.len() * B / 32` words).
-#[inline]
+#[inline(always)]
 fn decode_group<const B: u32>(words: &[u32], scale: f32, bias: f32, out: &mut [f32]) {
     let mask = (1u64 << B) - 1;
     if 32 % B == 0 {
@@ -233,6 +233,14 @@ fn qmm<S: CpuElement>(gs: usize, bits: u32, transpose: bool, inputs: &[Data], ou
     let w = Matrices::<u32>::new(&inputs[1], batch)?;
     let s = Matrices::<S>::new(&inputs[2], batch)?;
     let bias = Matrices::<S>::new(&inputs[3], batch)?;
+    if transpose && m <= QMV_MAX_ROWS {
+        let mut y = vec![0f32; total];
+        for b in 0..batch {
+            let rows = |r: usize| Row { words: w.row(b, r), s: s.row(b, r), b: bias.row(b, r) };
+            qmv(bits, gs, &x[b * m * k..(b + 1) * m * k], m, k, n, rows, &mut y[b * m * n..(b + 1) * m * n]);
+        }
+        return from_f32(y, out.dtype);
+    }
     let row = |b: usize, r: usize| Row { words: w.row(b, r), s: s.row(b, r), b: bias.row(b, r) };
 
     // Output columns per task: weight rows (transposed) or whole groups.
@@ -312,4 +320,172 @@ fn qmm<S: CpuElement>(gs: usize, bits: u32, transpose: bool, inputs: &[Data], ou
         }
     }
     from_f32(y, out.dtype)
+}
+
+/// Up to this many rows of `x`, a transposed `QuantizedMatmul` (the linear
+/// layer `x @ w.T`, a decode step of a language model) runs as
+/// matrix-vector products ([`qmv`]): each weight row is decoded once, into
+/// a buffer that stays in L1, and dotted with every row of `x`. Above it
+/// the decoded blocks go through `gemm`, which amortizes its packing.
+const QMV_MAX_ROWS: usize = 8;
+/// Weight rows per parallel task in [`qmv`].
+const QMV_ROWS_PER_TASK: usize = 16;
+
+/// `y[i, r] = x[i] . (s * q + b)[r]` for the `m` rows of `x` (`[m, k]`,
+/// float32) and the `n` weight rows given by `rows`; `y` is `[m, n]`.
+///
+/// The body is compiled three times: for AVX-512, for AVX2 + FMA, and for
+/// the baseline target; the widest the CPU has is chosen at run time.
+#[allow(clippy::too_many_arguments)]
+fn qmv<'a, S: Element + Sync>(
+    bits: u32,
+    gs: usize,
+    x: &[f32],
+    m: usize,
+    k: usize,
+    n: usize,
+    rows: impl Fn(usize) -> Row<'a, S> + Sync,
+    y: &mut [f32],
+) {
+    // Computed transposed (`[n, m]`: a task owns whole weight rows), then
+    // written out as `[m, n]`.
+    let mut yt = vec![0f32; n * m];
+    let task = |(t, out): (usize, &mut [f32])| {
+        let r0 = t * QMV_ROWS_PER_TASK;
+        let mut buf = vec![0f32; k];
+        for (j, o) in out.chunks_mut(m).enumerate() {
+            let row = rows(r0 + j);
+            #[cfg(target_arch = "x86_64")]
+            {
+                if simd::avx512() {
+                    // SAFETY: the CPU has AVX-512F/BW/VL (checked at run time
+                    // just above), the features `qmv_row_avx512` is compiled for.
+                    unsafe { simd::qmv_row_avx512(bits, gs, &row, x, m, &mut buf, o) };
+                    continue;
+                }
+                if simd::avx2() {
+                    // SAFETY: the CPU has AVX2 and FMA (checked at run time
+                    // just above), the features `qmv_row_avx2` is compiled for.
+                    unsafe { simd::qmv_row_avx2(bits, gs, &row, x, m, &mut buf, o) };
+                    continue;
+                }
+            }
+            qmv_row::<false, S>(bits, gs, &row, x, m, &mut buf, o);
+        }
+    };
+    let chunks = yt.chunks_mut(QMV_ROWS_PER_TASK * m).enumerate();
+    if n * m * k < PARALLEL_FLOPS || rayon::current_num_threads() == 1 {
+        chunks.for_each(task);
+    } else {
+        yt.par_chunks_mut(QMV_ROWS_PER_TASK * m).enumerate().for_each(task);
+    }
+    for (r, v) in yt.chunks(m).enumerate() {
+        for (i, &e) in v.iter().enumerate() {
+            y[i * n + r] = e;
+        }
+    }
+}
+
+/// One weight row of [`qmv`]: decodes it into `buf` (`k` floats) and
+/// writes its dot product with each of the `m` rows of `x` into `out`.
+/// `FMA`: whether `mul_add` compiles to an instruction here (it is a
+/// library call otherwise, so the baseline build multiplies and adds).
+#[inline(always)]
+fn qmv_row<const FMA: bool, S: Element>(bits: u32, gs: usize, row: &Row<'_, S>, x: &[f32], m: usize, buf: &mut [f32], out: &mut [f32]) {
+    let k = buf.len();
+    match bits {
+        1 => decode_row::<1, FMA, S>(row, gs, buf),
+        2 => decode_row::<2, FMA, S>(row, gs, buf),
+        3 => decode_row::<3, FMA, S>(row, gs, buf),
+        4 => decode_row::<4, FMA, S>(row, gs, buf),
+        5 => decode_row::<5, FMA, S>(row, gs, buf),
+        6 => decode_row::<6, FMA, S>(row, gs, buf),
+        _ => decode_row::<8, FMA, S>(row, gs, buf),
+    }
+    for (i, o) in out.iter_mut().enumerate().take(m) {
+        *o = dot::<FMA>(buf, &x[i * k..(i + 1) * k]);
+    }
+}
+
+#[inline(always)]
+fn fma<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
+/// `out[j] = s * q_j + b` for a whole row, group by group. `B` divides 32
+/// for the widths that need no straddling (1, 2, 4, 8): a word holds
+/// `32 / B` codes, unrolled into lanes. The others go through
+/// [`decode_group`].
+#[inline(always)]
+fn decode_row<const B: u32, const FMA: bool, S: Element>(row: &Row<'_, S>, gs: usize, out: &mut [f32]) {
+    let wpg = gs * B as usize / 32;
+    for (g, o) in out.chunks_exact_mut(gs).enumerate() {
+        let (scale, bias) = (row.s[g].to_f64() as f32, row.b[g].to_f64() as f32);
+        let words = &row.words[g * wpg..(g + 1) * wpg];
+        if 32 % B == 0 {
+            let per = (32 / B) as usize;
+            let mask = (1u32 << B) - 1;
+            for (w, o) in words.iter().zip(o.chunks_exact_mut(per)) {
+                for (j, v) in o.iter_mut().enumerate() {
+                    *v = fma::<FMA>(((*w >> (j as u32 * B)) & mask) as f32, scale, bias);
+                }
+            }
+        } else {
+            decode_group::<B>(words, scale, bias, o);
+        }
+    }
+}
+
+/// `a . b` with 16 independent partial sums (so the loop vectorizes; the
+/// sum's order differs from a sequential one by rounding only).
+#[inline(always)]
+fn dot<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
+    const L: usize = 16;
+    let mut acc = [0f32; L];
+    let (ca, cb) = (a.chunks_exact(L), b.chunks_exact(L));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for l in 0..L {
+            acc[l] = fma::<FMA>(x[l], y[l], acc[l]);
+        }
+    }
+    let mut tail = 0f32;
+    for (x, y) in ra.iter().zip(rb) {
+        tail = fma::<FMA>(*x, *y, tail);
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+/// [`qmv_row`] compiled for wider vector units, chosen at run time.
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use super::{qmv_row, Row};
+    use crate::dtype::Element;
+    use std::sync::OnceLock;
+
+    pub(super) fn avx512() -> bool {
+        static HAS: OnceLock<bool> = OnceLock::new();
+        *HAS.get_or_init(|| {
+            is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") && is_x86_feature_detected!("avx512vl") && avx2()
+        })
+    }
+
+    pub(super) fn avx2() -> bool {
+        static HAS: OnceLock<bool> = OnceLock::new();
+        *HAS.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+    pub(super) fn qmv_row_avx512<S: Element>(bits: u32, gs: usize, row: &Row<'_, S>, x: &[f32], m: usize, buf: &mut [f32], out: &mut [f32]) {
+        qmv_row::<true, S>(bits, gs, row, x, m, buf, out)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn qmv_row_avx2<S: Element>(bits: u32, gs: usize, row: &Row<'_, S>, x: &[f32], m: usize, buf: &mut [f32], out: &mut [f32]) {
+        qmv_row::<true, S>(bits, gs, row, x, m, buf, out)
+    }
 }
