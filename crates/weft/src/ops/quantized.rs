@@ -274,12 +274,13 @@ pub(crate) fn quantized_matmul_scale_grads(
 ///
 /// ```
 /// use weft::{ops, Array};
-/// let w = Array::from_vec((0..128).map(|i| (i % 7) as f32 - 3.0).collect(), &[2, 64]).unwrap();
+/// // Codes 0..15 are exact in 4 bits (scale 1, bias 0).
+/// let w = Array::from_vec((0..128).map(|i| (i % 16) as f32).collect(), &[2, 64]).unwrap();
 /// let q = ops::QuantizedMatrix::quantize(&w, 64, 4).unwrap();
 /// assert_eq!(q.shape(), [2, 64]);
 /// let x = Array::from_vec(vec![1.0f32; 64], &[1, 64]).unwrap();
 /// let y = q.matmul_t(&x).unwrap().to_vec::<f32>().unwrap(); // x @ w.T
-/// let row0: f32 = (0..64).map(|i| (i % 7) as f32 - 3.0).sum();
+/// let row0: f32 = (0..64).map(|i| (i % 16) as f32).sum();
 /// assert!((y[0] - row0).abs() < 1e-3);
 /// ```
 #[derive(Clone, Debug)]
