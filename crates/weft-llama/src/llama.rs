@@ -139,6 +139,21 @@ struct Layer {
     w_down: Weight,
 }
 
+impl Layer {
+    /// The weight matrices by their GGUF names.
+    fn matrices(&self) -> [(&'static str, &Weight); 7] {
+        [
+            ("attn_q", &self.wq),
+            ("attn_k", &self.wk),
+            ("attn_v", &self.wv),
+            ("attn_output", &self.wo),
+            ("ffn_gate", &self.w_gate),
+            ("ffn_up", &self.w_up),
+            ("ffn_down", &self.w_down),
+        ]
+    }
+}
+
 /// Keys and values of the positions seen so far, per layer:
 /// `[1, n_kv_heads, capacity, head_dim]` each, of which the first
 /// [`KvCache::len`] positions are filled.
@@ -292,8 +307,10 @@ impl Llama {
 
     /// Whether any weight is kept quantized.
     pub fn is_quantized(&self) -> bool {
-        matches!(self.token_embd, Weight::Quantized(_))
-            || self.layers.iter().any(|l| matches!(l.wq, Weight::Quantized(_)) || matches!(l.w_down, Weight::Quantized(_)))
+        let quantized = |w: &Weight| matches!(w, Weight::Quantized(_));
+        quantized(&self.token_embd)
+            || quantized(&self.output)
+            || self.layers.iter().any(|l| l.matrices().iter().any(|(_, w)| quantized(w)))
     }
 
     /// The model with every float weight (and every quantized weight's
@@ -331,15 +348,7 @@ impl Llama {
     pub fn weights(&self) -> Result<Vec<(String, Array)>> {
         let mut v = vec![("token_embd.weight".to_string(), self.token_embd.float32()?)];
         for (i, l) in self.layers.iter().enumerate() {
-            for (n, a) in [
-                ("attn_q", &l.wq),
-                ("attn_k", &l.wk),
-                ("attn_v", &l.wv),
-                ("attn_output", &l.wo),
-                ("ffn_gate", &l.w_gate),
-                ("ffn_up", &l.w_up),
-                ("ffn_down", &l.w_down),
-            ] {
+            for (n, a) in l.matrices() {
                 v.push((format!("blk.{i}.{n}.weight"), a.float32()?));
             }
             v.push((format!("blk.{i}.attn_norm.weight"), ops::astype(&l.attn_norm, Dtype::F32)?));

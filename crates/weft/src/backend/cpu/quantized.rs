@@ -26,15 +26,18 @@ const PARALLEL_FLOPS: usize = 1 << 18;
 const DECODE_BLOCK: usize = 1 << 15;
 
 /// Decodes one group: `out[j] = scale * q_j + bias` for the codes in `words`
-/// (`out.len() * B / 32` words).
+/// (`out.len() * B / 32` words). `FMA`: whether `mul_add` compiles to an
+/// instruction where this is inlined (it is a library call otherwise, so the
+/// baseline build multiplies and adds).
 #[inline(always)]
-fn decode_group<const B: u32>(words: &[u32], scale: f32, bias: f32, out: &mut [f32]) {
+fn decode_group<const B: u32, const FMA: bool>(words: &[u32], scale: f32, bias: f32, out: &mut [f32]) {
     let mask = (1u64 << B) - 1;
     if 32 % B == 0 {
+        // A word holds `32 / B` whole codes, unrolled into lanes.
         let per = (32 / B) as usize;
         for (w, o) in words.iter().zip(out.chunks_mut(per)) {
             for (j, v) in o.iter_mut().enumerate() {
-                *v = ((*w as u64 >> (j as u32 * B)) & mask) as f32 * scale + bias;
+                *v = fma::<FMA>(((*w as u64 >> (j as u32 * B)) & mask) as f32, scale, bias);
             }
         }
     } else {
@@ -45,7 +48,7 @@ fn decode_group<const B: u32>(words: &[u32], scale: f32, bias: f32, out: &mut [f
                 acc |= (next.next().copied().unwrap_or(0) as u64) << have;
                 have += 32;
             }
-            *v = (acc & mask) as f32 * scale + bias;
+            *v = fma::<FMA>((acc & mask) as f32, scale, bias);
             acc >>= B;
             have -= B;
         }
@@ -56,13 +59,13 @@ type Decoder = fn(&[u32], f32, f32, &mut [f32]);
 
 fn decoder(bits: u32) -> Result<Decoder> {
     Ok(match bits {
-        1 => decode_group::<1>,
-        2 => decode_group::<2>,
-        3 => decode_group::<3>,
-        4 => decode_group::<4>,
-        5 => decode_group::<5>,
-        6 => decode_group::<6>,
-        8 => decode_group::<8>,
+        1 => decode_group::<1, false>,
+        2 => decode_group::<2, false>,
+        3 => decode_group::<3, false>,
+        4 => decode_group::<4, false>,
+        5 => decode_group::<5, false>,
+        6 => decode_group::<6, false>,
+        8 => decode_group::<8, false>,
         b => return Err(Error::Kernel(format!("quantized: unsupported bits {b}"))),
     })
 }
@@ -76,8 +79,10 @@ struct Row<'a, S> {
 }
 
 impl<S: Element> Row<'_, S> {
-    #[inline]
-    fn decode(&self, dec: Decoder, gs: usize, bits: u32, g0: usize, out: &mut [f32]) {
+    /// Decodes groups `g0..` into `out` with `dec`: a [`Decoder`] chosen
+    /// at run time, or a `decode_group::<B, FMA>` inlined into its caller.
+    #[inline(always)]
+    fn decode(&self, dec: impl Fn(&[u32], f32, f32, &mut [f32]), gs: usize, bits: u32, g0: usize, out: &mut [f32]) {
         let wpg = gs * bits as usize / 32;
         for (i, o) in out.chunks_mut(gs).enumerate() {
             let g = g0 + i;
@@ -233,15 +238,14 @@ fn qmm<S: CpuElement>(gs: usize, bits: u32, transpose: bool, inputs: &[Data], ou
     let w = Matrices::<u32>::new(&inputs[1], batch)?;
     let s = Matrices::<S>::new(&inputs[2], batch)?;
     let bias = Matrices::<S>::new(&inputs[3], batch)?;
+    let row = |b: usize, r: usize| Row { words: w.row(b, r), s: s.row(b, r), b: bias.row(b, r) };
     if transpose && m <= QMV_MAX_ROWS {
         let mut y = vec![0f32; total];
         for b in 0..batch {
-            let rows = |r: usize| Row { words: w.row(b, r), s: s.row(b, r), b: bias.row(b, r) };
-            qmv(bits, gs, &x[b * m * k..(b + 1) * m * k], m, k, n, rows, &mut y[b * m * n..(b + 1) * m * n]);
+            qmv(bits, gs, &x[b * m * k..(b + 1) * m * k], m, k, n, |r| row(b, r), &mut y[b * m * n..(b + 1) * m * n]);
         }
         return from_f32(y, out.dtype);
     }
-    let row = |b: usize, r: usize| Row { words: w.row(b, r), s: s.row(b, r), b: bias.row(b, r) };
 
     // Output columns per task: weight rows (transposed) or whole groups.
     let block = if transpose { 16 } else { gs * 64usize.div_ceil(gs) };
@@ -350,6 +354,8 @@ fn qmv<'a, S: Element + Sync>(
     // Computed transposed (`[n, m]`: a task owns whole weight rows), then
     // written out as `[m, n]`.
     let mut yt = vec![0f32; n * m];
+    #[cfg(target_arch = "x86_64")]
+    let (avx512, avx2) = (simd::avx512(), simd::avx2());
     let task = |(t, out): (usize, &mut [f32])| {
         let r0 = t * QMV_ROWS_PER_TASK;
         let mut buf = vec![0f32; k];
@@ -357,15 +363,15 @@ fn qmv<'a, S: Element + Sync>(
             let row = rows(r0 + j);
             #[cfg(target_arch = "x86_64")]
             {
-                if simd::avx512() {
-                    // SAFETY: the CPU has AVX-512F/BW/VL (checked at run time
-                    // just above), the features `qmv_row_avx512` is compiled for.
+                if avx512 {
+                    // SAFETY: the CPU has AVX-512F/BW/VL (`simd::avx512`
+                    // checked at run time), the features `qmv_row_avx512` is compiled for.
                     unsafe { simd::qmv_row_avx512(bits, gs, &row, x, m, &mut buf, o) };
                     continue;
                 }
-                if simd::avx2() {
-                    // SAFETY: the CPU has AVX2 and FMA (checked at run time
-                    // just above), the features `qmv_row_avx2` is compiled for.
+                if avx2 {
+                    // SAFETY: the CPU has AVX2 and FMA (`simd::avx2` checked
+                    // at run time), the features `qmv_row_avx2` is compiled for.
                     unsafe { simd::qmv_row_avx2(bits, gs, &row, x, m, &mut buf, o) };
                     continue;
                 }
@@ -388,19 +394,18 @@ fn qmv<'a, S: Element + Sync>(
 
 /// One weight row of [`qmv`]: decodes it into `buf` (`k` floats) and
 /// writes its dot product with each of the `m` rows of `x` into `out`.
-/// `FMA`: whether `mul_add` compiles to an instruction here (it is a
-/// library call otherwise, so the baseline build multiplies and adds).
+/// `FMA` as in [`decode_group`], which is inlined here per bit width.
 #[inline(always)]
 fn qmv_row<const FMA: bool, S: Element>(bits: u32, gs: usize, row: &Row<'_, S>, x: &[f32], m: usize, buf: &mut [f32], out: &mut [f32]) {
     let k = buf.len();
     match bits {
-        1 => decode_row::<1, FMA, S>(row, gs, buf),
-        2 => decode_row::<2, FMA, S>(row, gs, buf),
-        3 => decode_row::<3, FMA, S>(row, gs, buf),
-        4 => decode_row::<4, FMA, S>(row, gs, buf),
-        5 => decode_row::<5, FMA, S>(row, gs, buf),
-        6 => decode_row::<6, FMA, S>(row, gs, buf),
-        _ => decode_row::<8, FMA, S>(row, gs, buf),
+        1 => row.decode(decode_group::<1, FMA>, gs, bits, 0, buf),
+        2 => row.decode(decode_group::<2, FMA>, gs, bits, 0, buf),
+        3 => row.decode(decode_group::<3, FMA>, gs, bits, 0, buf),
+        4 => row.decode(decode_group::<4, FMA>, gs, bits, 0, buf),
+        5 => row.decode(decode_group::<5, FMA>, gs, bits, 0, buf),
+        6 => row.decode(decode_group::<6, FMA>, gs, bits, 0, buf),
+        _ => row.decode(decode_group::<8, FMA>, gs, bits, 0, buf),
     }
     for (i, o) in out.iter_mut().enumerate().take(m) {
         *o = dot::<FMA>(buf, &x[i * k..(i + 1) * k]);
@@ -413,30 +418,6 @@ fn fma<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
         a.mul_add(b, c)
     } else {
         a * b + c
-    }
-}
-
-/// `out[j] = s * q_j + b` for a whole row, group by group. `B` divides 32
-/// for the widths that need no straddling (1, 2, 4, 8): a word holds
-/// `32 / B` codes, unrolled into lanes. The others go through
-/// [`decode_group`].
-#[inline(always)]
-fn decode_row<const B: u32, const FMA: bool, S: Element>(row: &Row<'_, S>, gs: usize, out: &mut [f32]) {
-    let wpg = gs * B as usize / 32;
-    for (g, o) in out.chunks_exact_mut(gs).enumerate() {
-        let (scale, bias) = (row.s[g].to_f64() as f32, row.b[g].to_f64() as f32);
-        let words = &row.words[g * wpg..(g + 1) * wpg];
-        if 32 % B == 0 {
-            let per = (32 / B) as usize;
-            let mask = (1u32 << B) - 1;
-            for (w, o) in words.iter().zip(o.chunks_exact_mut(per)) {
-                for (j, v) in o.iter_mut().enumerate() {
-                    *v = fma::<FMA>(((*w >> (j as u32 * B)) & mask) as f32, scale, bias);
-                }
-            }
-        } else {
-            decode_group::<B>(words, scale, bias, o);
-        }
     }
 }
 

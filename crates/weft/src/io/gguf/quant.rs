@@ -220,7 +220,7 @@ pub(crate) fn to_affine(ty: GgmlType, bytes: &[u8]) -> Option<Affine> {
         _ => return None,
     };
     let blocks = bytes.len() / block_bytes;
-    let words = 32 * bits as usize / 32;
+    let words = bits as usize; // per block: 32 codes of `bits` bits
     let mut codes = vec![0u32; blocks * words];
     let mut scales = vec![f16::ZERO; blocks];
     let mut biases = vec![f16::ZERO; blocks];
