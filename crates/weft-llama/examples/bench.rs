@@ -5,7 +5,7 @@
 //! cargo run --release -p weft-llama --example bench -- [--model FILE.gguf]
 //!     [--prompt-tokens 128] [--decode-tokens 64] [--repeats 3] [--max-k 3]
 //!     [--ids-out ids.json] [--device cpu|gpu] [--dtype f32|bf16|f16] [--ks 1,8]
-//!     [--dump-weights FILE.safetensors]
+//!     [--dump-weights FILE.safetensors] [--weights quantized|f32]
 //! ```
 //! Prints one JSON object per line:
 //! - `prompt`: tokens/s of one forward pass over the prompt;
@@ -20,7 +20,9 @@
 //! (the default stream is the GPU's), and every thread of the concurrent
 //! runs uses its own GPU stream. `--ks` lists the K of the concurrent runs
 //! (default `1..=max-k`). `--dump-weights` writes the float32 weights under
-//! their GGUF names (for `scripts/gpu_llama_torch.py`).
+//! their GGUF names (for `scripts/gpu_llama_torch.py`). `--weights f32`
+//! expands the file's quantized weights to float32 at load (default: kept
+//! quantized, as `Llama::from_gguf` does).
 
 use std::time::Instant;
 use weft::io::gguf::Gguf;
@@ -44,10 +46,11 @@ struct Args {
     dtype: Dtype,
     ks: Option<Vec<usize>>,
     dump: Option<String>,
+    float32_weights: bool,
 }
 
 fn parse() -> Result<Args, Box<dyn std::error::Error>> {
-    let mut a = Args { model: None, prompt_tokens: 128, decode_tokens: 64, repeats: 3, max_k: 3, ids_out: None, device: Device::cpu(), dtype: Dtype::F32, ks: None, dump: None };
+    let mut a = Args { model: None, prompt_tokens: 128, decode_tokens: 64, repeats: 3, max_k: 3, ids_out: None, device: Device::cpu(), dtype: Dtype::F32, ks: None, dump: None, float32_weights: false };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -58,6 +61,13 @@ fn parse() -> Result<Args, Box<dyn std::error::Error>> {
             "--repeats" => a.repeats = value()?.parse()?,
             "--max-k" => a.max_k = value()?.parse()?,
             "--ids-out" => a.ids_out = Some(value()?),
+            "--weights" => {
+                a.float32_weights = match value()?.as_str() {
+                    "quantized" => false,
+                    "f32" => true,
+                    w => return Err(format!("--weights is quantized or f32, got {w}").into()),
+                }
+            }
             "--device" => {
                 a.device = match value()?.as_str() {
                     "cpu" => Device::cpu(),
@@ -110,10 +120,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let file = Gguf::open(&path)?;
     let tok = Tokenizer::from_gguf(&file)?;
-    let model = Llama::from_gguf(&file)?;
+    let model = if args.float32_weights { Llama::from_gguf_float32(&file)? } else { Llama::from_gguf(&file)? };
     drop(file);
+    eprintln!("weights: {}", if model.is_quantized() { "quantized as in the file" } else { "float32" });
     if let Some(f) = &args.dump {
-        let w = model.weights();
+        let w = model.weights()?;
         weft::io::save_safetensors(f, w.iter().map(|(n, a)| (n.as_str(), a)))?;
         let c = &model.config;
         let cfg = serde_json::json!({

@@ -15,7 +15,7 @@
 
 use weft::fast::{self, Mask};
 use weft::io::gguf::Gguf;
-use weft::ops::{self, SliceArg};
+use weft::ops::{self, QuantizedMatrix, SliceArg};
 use weft::{Array, Dtype, Error, Result};
 
 /// Hyperparameters, from the file's `<arch>.*` metadata.
@@ -71,16 +71,87 @@ impl Config {
     }
 }
 
+/// A weight matrix `[out, in]`: float, or quantized as the file stores it.
+#[derive(Clone)]
+enum Weight {
+    Dense(Array),
+    Quantized(QuantizedMatrix),
+}
+
+impl Weight {
+    fn shape(&self) -> Vec<usize> {
+        match self {
+            Weight::Dense(a) => a.shape().to_vec(),
+            Weight::Quantized(q) => q.shape().to_vec(),
+        }
+    }
+
+    /// `x @ w^T` for the rows of `x` (`[T, in]`).
+    fn linear(&self, x: &Array) -> Result<Array> {
+        match self {
+            Weight::Dense(w) => linear_rows(x, w),
+            Weight::Quantized(q) => q.matmul_t(x),
+        }
+    }
+
+    /// Rows `ids` in `dtype`: an embedding lookup.
+    fn rows(&self, ids: &Array, dtype: Dtype) -> Result<Array> {
+        match self {
+            Weight::Dense(w) => ops::astype(&ops::take(w, ids, Some(0))?, dtype),
+            Weight::Quantized(q) => q.rows(ids, dtype),
+        }
+    }
+
+    /// The matrix in float32 (lazy; expands a quantized one).
+    fn float32(&self) -> Result<Array> {
+        match self {
+            Weight::Dense(w) => ops::astype(w, Dtype::F32),
+            Weight::Quantized(q) => q.dequantize(Dtype::F32),
+        }
+    }
+
+    fn converted(&self, dtype: Dtype) -> Result<Weight> {
+        Ok(match self {
+            Weight::Dense(a) => Weight::Dense(convert(a, dtype)?),
+            Weight::Quantized(q) => Weight::Quantized(q.converted(dtype)?),
+        })
+    }
+}
+
+/// `a` in `dtype`, copied to the default device and evaluated there.
+fn convert(a: &Array, dtype: Dtype) -> Result<Array> {
+    // `+ 0` in the target type makes a device copy even when the dtype is
+    // unchanged (astype to the same dtype is the input).
+    let b = ops::add(&ops::astype(a, dtype)?, &ops::astype(&Array::scalar(0.0f32), dtype)?)?;
+    b.eval()?;
+    Ok(b)
+}
+
 struct Layer {
     attn_norm: Array,
-    wq: Array,
-    wk: Array,
-    wv: Array,
-    wo: Array,
+    wq: Weight,
+    wk: Weight,
+    wv: Weight,
+    wo: Weight,
     ffn_norm: Array,
-    w_gate: Array,
-    w_up: Array,
-    w_down: Array,
+    w_gate: Weight,
+    w_up: Weight,
+    w_down: Weight,
+}
+
+impl Layer {
+    /// The weight matrices by their GGUF names.
+    fn matrices(&self) -> [(&'static str, &Weight); 7] {
+        [
+            ("attn_q", &self.wq),
+            ("attn_k", &self.wk),
+            ("attn_v", &self.wv),
+            ("attn_output", &self.wo),
+            ("ffn_gate", &self.w_gate),
+            ("ffn_up", &self.w_up),
+            ("ffn_down", &self.w_down),
+        ]
+    }
 }
 
 /// Keys and values of the positions seen so far, per layer:
@@ -139,14 +210,16 @@ fn append(slot: &mut Option<Array>, new: &Array, offset: usize) -> Result<Array>
     Ok(filled)
 }
 
-/// The model: weights as evaluated float32 arrays.
+/// The model: its weights, evaluated (float32 or quantized as in the file).
 pub struct Llama {
     pub config: Config,
-    token_embd: Array,
+    token_embd: Weight,
     layers: Vec<Layer>,
     output_norm: Array,
     /// `[vocab, hidden]`: `output.weight`, or the token embedding when tied.
-    output: Array,
+    output: Weight,
+    /// Whether `output` is `token_embd` (tied).
+    tied: bool,
 }
 
 /// `x @ w^T` for a weight stored `[out, in]`.
@@ -173,100 +246,119 @@ fn linear_rows(x: &Array, w: &Array) -> Result<Array> {
 }
 
 impl Llama {
-    /// Loads every weight of `file`, dequantized to float32.
+    /// Loads `file`'s weights: the block-quantized ones (`Q4_0`, `Q4_1`,
+    /// `Q8_0`) kept quantized, the rest as float32.
     pub fn from_gguf(file: &Gguf) -> Result<Llama> {
+        Llama::load(file, true)
+    }
+
+    /// Loads every weight of `file` dequantized to float32.
+    pub fn from_gguf_float32(file: &Gguf) -> Result<Llama> {
+        Llama::load(file, false)
+    }
+
+    fn load(file: &Gguf, keep_quantized: bool) -> Result<Llama> {
         let config = Config::from_gguf(file)?;
         let c = &config;
-        let load = |name: &str, shape: &[usize]| -> Result<Array> {
-            let a = file.tensor(name, Dtype::F32)?;
-            if a.shape() != shape {
-                return Err(Error::Shape(format!("{name} has shape {:?}, expected {shape:?}", a.shape())));
+        let check = |name: &str, got: Vec<usize>, shape: &[usize]| -> Result<()> {
+            if got != shape {
+                return Err(Error::Shape(format!("{name} has shape {got:?}, expected {shape:?}")));
             }
+            Ok(())
+        };
+        let dense = |name: &str, shape: &[usize]| -> Result<Array> {
+            let a = file.tensor(name, Dtype::F32)?;
+            check(name, a.shape().to_vec(), shape)?;
             Ok(a)
         };
+        let matrix = |name: &str, shape: &[usize]| -> Result<Weight> {
+            let w = match keep_quantized.then(|| file.quantized(name)).transpose()?.flatten() {
+                Some(q) => Weight::Quantized(q),
+                None => Weight::Dense(file.tensor(name, Dtype::F32)?),
+            };
+            check(name, w.shape(), shape)?;
+            Ok(w)
+        };
         let (h, q, kv, f) = (c.hidden, c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim, c.ffn_hidden);
-        let token_embd = load("token_embd.weight", &[c.vocab_size, h])?;
+        let token_embd = matrix("token_embd.weight", &[c.vocab_size, h])?;
         let layers = (0..c.n_layers)
             .map(|i| {
-                let w = |n: &str, shape: &[usize]| load(&format!("blk.{i}.{n}.weight"), shape);
+                let name = |n: &str| format!("blk.{i}.{n}.weight");
+                let w = |n: &str, shape: &[usize]| matrix(&name(n), shape);
                 Ok(Layer {
-                    attn_norm: w("attn_norm", &[h])?,
+                    attn_norm: dense(&name("attn_norm"), &[h])?,
                     wq: w("attn_q", &[q, h])?,
                     wk: w("attn_k", &[kv, h])?,
                     wv: w("attn_v", &[kv, h])?,
                     wo: w("attn_output", &[h, q])?,
-                    ffn_norm: w("ffn_norm", &[h])?,
+                    ffn_norm: dense(&name("ffn_norm"), &[h])?,
                     w_gate: w("ffn_gate", &[f, h])?,
                     w_up: w("ffn_up", &[f, h])?,
                     w_down: w("ffn_down", &[h, f])?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let output = match file.tensor_info("output.weight") {
-            Some(_) => load("output.weight", &[c.vocab_size, h])?,
-            None => token_embd.clone(),
+        let (output, tied) = match file.tensor_info("output.weight") {
+            Some(_) => (matrix("output.weight", &[c.vocab_size, h])?, false),
+            None => (token_embd.clone(), true),
         };
-        Ok(Llama { output_norm: load("output_norm.weight", &[h])?, token_embd, layers, output, config })
+        Ok(Llama { output_norm: dense("output_norm.weight", &[h])?, token_embd, layers, output, tied, config })
     }
 
-    /// The model with every weight converted to `dtype` and evaluated on
-    /// the default stream: with a GPU default device
+    /// Whether any weight is kept quantized.
+    pub fn is_quantized(&self) -> bool {
+        let quantized = |w: &Weight| matches!(w, Weight::Quantized(_));
+        quantized(&self.token_embd)
+            || quantized(&self.output)
+            || self.layers.iter().any(|l| l.matrices().iter().any(|(_, w)| quantized(w)))
+    }
+
+    /// The model with every float weight (and every quantized weight's
+    /// scales and biases) converted to `dtype` and evaluated on the default
+    /// stream: with a GPU default device
     /// (`weft::set_default_device(Device::gpu(0))`) the weights are uploaded
     /// once and converted there, and every forward pass reads them in device
     /// memory (the KV cache is made on the stream of the pass, so on the GPU
     /// too). One converted model serves any number of threads.
     pub fn converted(&self, dtype: Dtype) -> Result<Llama> {
-        let cv = |a: &Array| -> Result<Array> {
-            // `+ 0` in the target type makes a device copy even when the
-            // dtype is unchanged (astype to the same dtype is the input).
-            let b = ops::add(&ops::astype(a, dtype)?, &ops::astype(&Array::scalar(0.0f32), dtype)?)?;
-            b.eval()?;
-            Ok(b)
-        };
-        let token_embd = cv(&self.token_embd)?;
-        let tied = self.output.id() == self.token_embd.id();
-        let output = if tied { token_embd.clone() } else { cv(&self.output)? };
+        let token_embd = self.token_embd.converted(dtype)?;
+        let output = if self.tied { token_embd.clone() } else { self.output.converted(dtype)? };
         let layers = self
             .layers
             .iter()
             .map(|l| {
                 Ok(Layer {
-                    attn_norm: cv(&l.attn_norm)?,
-                    wq: cv(&l.wq)?,
-                    wk: cv(&l.wk)?,
-                    wv: cv(&l.wv)?,
-                    wo: cv(&l.wo)?,
-                    ffn_norm: cv(&l.ffn_norm)?,
-                    w_gate: cv(&l.w_gate)?,
-                    w_up: cv(&l.w_up)?,
-                    w_down: cv(&l.w_down)?,
+                    attn_norm: convert(&l.attn_norm, dtype)?,
+                    wq: l.wq.converted(dtype)?,
+                    wk: l.wk.converted(dtype)?,
+                    wv: l.wv.converted(dtype)?,
+                    wo: l.wo.converted(dtype)?,
+                    ffn_norm: convert(&l.ffn_norm, dtype)?,
+                    w_gate: l.w_gate.converted(dtype)?,
+                    w_up: l.w_up.converted(dtype)?,
+                    w_down: l.w_down.converted(dtype)?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Llama { config: self.config.clone(), token_embd, layers, output_norm: cv(&self.output_norm)?, output })
+        Ok(Llama { config: self.config.clone(), token_embd, layers, output_norm: convert(&self.output_norm, dtype)?, output, tied: self.tied })
     }
 
-    /// Every weight by its GGUF name (the tied output head once, as
-    /// `token_embd.weight`).
-    pub fn weights(&self) -> Vec<(String, Array)> {
-        let mut v = vec![("token_embd.weight".to_string(), self.token_embd.clone())];
+    /// Every weight by its GGUF name, in float32 (quantized ones expanded;
+    /// lazy), the tied output head once, as `token_embd.weight`.
+    pub fn weights(&self) -> Result<Vec<(String, Array)>> {
+        let mut v = vec![("token_embd.weight".to_string(), self.token_embd.float32()?)];
         for (i, l) in self.layers.iter().enumerate() {
-            for (n, a) in [
-                ("attn_norm", &l.attn_norm),
-                ("attn_q", &l.wq),
-                ("attn_k", &l.wk),
-                ("attn_v", &l.wv),
-                ("attn_output", &l.wo),
-                ("ffn_norm", &l.ffn_norm),
-                ("ffn_gate", &l.w_gate),
-                ("ffn_up", &l.w_up),
-                ("ffn_down", &l.w_down),
-            ] {
-                v.push((format!("blk.{i}.{n}.weight"), a.clone()));
+            for (n, a) in l.matrices() {
+                v.push((format!("blk.{i}.{n}.weight"), a.float32()?));
             }
+            v.push((format!("blk.{i}.attn_norm.weight"), ops::astype(&l.attn_norm, Dtype::F32)?));
+            v.push((format!("blk.{i}.ffn_norm.weight"), ops::astype(&l.ffn_norm, Dtype::F32)?));
         }
-        v.push(("output_norm.weight".to_string(), self.output_norm.clone()));
-        v
+        v.push(("output_norm.weight".to_string(), ops::astype(&self.output_norm, Dtype::F32)?));
+        if !self.tied {
+            v.push(("output.weight".to_string(), self.output.float32()?));
+        }
+        Ok(v)
     }
 
     pub fn new_cache(&self) -> KvCache {
@@ -311,7 +403,7 @@ impl Llama {
         }
         let total = ids.len();
         let ids = Array::from_vec(ids, &[total])?;
-        let mut x = ops::take(&self.token_embd, &ids, Some(0))?; // [T, H]
+        let mut x = self.token_embd.rows(&ids, self.output_norm.dtype())?; // [T, H]
         let scale = 1.0 / (c.head_dim as f32).sqrt();
         let rows_of = |a: &Array, r: &std::ops::Range<usize>| -> Result<Array> {
             if r.len() == total {
@@ -321,7 +413,7 @@ impl Llama {
         };
         for (l, layer) in self.layers.iter().enumerate() {
             let h = fast::rms_norm(&x, Some(&layer.attn_norm), c.rms_eps)?;
-            let (q_all, k_all, v_all) = (linear_rows(&h, &layer.wq)?, linear_rows(&h, &layer.wk)?, linear_rows(&h, &layer.wv)?);
+            let (q_all, k_all, v_all) = (layer.wq.linear(&h)?, layer.wk.linear(&h)?, layer.wv.linear(&h)?);
             let mut outs = Vec::with_capacity(batch.len());
             for ((_, cache), r) in batch.iter_mut().zip(&rows) {
                 let (t, offset) = (r.len(), cache.len);
@@ -346,11 +438,11 @@ impl Llama {
                 outs.push(ops::reshape(&ops::transpose(&out, &[0, 2, 1, 3])?, &[t as isize, (c.n_heads * c.head_dim) as isize])?);
             }
             let out = if outs.len() == 1 { outs.pop().unwrap() } else { ops::concatenate(&outs, 0)? };
-            x = ops::add(&x, &linear_rows(&out, &layer.wo)?)?;
+            x = ops::add(&x, &layer.wo.linear(&out)?)?;
 
             let h = fast::rms_norm(&x, Some(&layer.ffn_norm), c.rms_eps)?;
-            let act = ops::multiply(&ops::silu(&linear_rows(&h, &layer.w_gate)?)?, &linear_rows(&h, &layer.w_up)?)?;
-            x = ops::add(&x, &linear_rows(&act, &layer.w_down)?)?;
+            let act = ops::multiply(&ops::silu(&layer.w_gate.linear(&h)?)?, &layer.w_up.linear(&h)?)?;
+            x = ops::add(&x, &layer.w_down.linear(&act)?)?;
         }
         for ((_, cache), r) in batch.iter_mut().zip(&rows) {
             cache.len += r.len();
@@ -362,6 +454,6 @@ impl Llama {
         let last = if last.len() == 1 { last[0].clone() } else { ops::concatenate(&last, 0)? }; // [B, H]
         let last = fast::rms_norm(&last, Some(&self.output_norm), c.rms_eps)?;
         // Logits in float32 whatever the weights' dtype (a no-op for float32).
-        ops::astype(&linear_rows(&last, &self.output)?, Dtype::F32)
+        ops::astype(&self.output.linear(&last)?, Dtype::F32)
     }
 }

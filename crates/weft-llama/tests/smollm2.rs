@@ -136,3 +136,27 @@ fn batched_step_matches_one_sequence_at_a_time() {
     let (da, db) = (worst(&step2[..49152], &alone_a.1), worst(&step2[49152..], &alone_b));
     assert!(da < 1e-3 && db < 1e-3, "batched against alone: A {da}, B {db}");
 }
+
+#[test]
+fn quantized_weights_stay_quantized_and_agree_with_float32() {
+    // The file's Q4_1 / Q8_0 blocks are kept as codes (repacked exactly),
+    // so the two models compute the same function up to float rounding
+    // in the order of the sums.
+    let l = loaded();
+    assert!(l.model.is_quantized(), "the Q4_1 file's weights are kept quantized");
+    let dense = Llama::from_gguf_float32(&Gguf::open(model_path()).unwrap()).unwrap();
+    assert!(!dense.is_quantized());
+    let ids = l.tok.encode("Streams and arrays that work from any thread").unwrap();
+    // A prompt (the matrix path) then two decode steps (matrix-vector).
+    let (mut cq, mut cd) = (l.model.new_cache(), dense.new_cache());
+    let mut next = ids.clone();
+    for step in 0..3 {
+        let q = l.model.forward(&next, &mut cq).unwrap().to_vec::<f32>().unwrap();
+        let d = dense.forward(&next, &mut cd).unwrap().to_vec::<f32>().unwrap();
+        let worst = q.iter().zip(&d).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(worst < 2e-3, "step {step}: quantized and float32 logits differ by {worst}");
+        let t = Sampler::greedy().sample_slice(&d).unwrap();
+        assert_eq!(Sampler::greedy().sample_slice(&q).unwrap(), t, "step {step}: greedy token");
+        next = vec![t];
+    }
+}

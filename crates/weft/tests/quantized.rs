@@ -198,6 +198,11 @@ fn quantized_matmul_matches_dequantize_then_matmul() {
         check_qmm(&mut rng, &[7, 64], &[3], 96, transpose, 32, 8, Dtype::F32);
         check_qmm(&mut rng, &[2, 3, 4096], &[], 64, transpose, 128, 4, Dtype::F32);
         check_qmm(&mut rng, &[70, 256], &[], 257, transpose, 64, 3, Dtype::F32);
+        // Both sides of the matrix-vector path's row limit (8 rows of x),
+        // with enough weight rows (1000) to split across parallel tasks.
+        check_qmm(&mut rng, &[8, 128], &[], 1000, transpose, 32, 4, Dtype::F32);
+        check_qmm(&mut rng, &[9, 128], &[], 1000, transpose, 32, 8, Dtype::F32);
+        check_qmm(&mut rng, &[4, 96], &[], 17, transpose, 32, 6, Dtype::BF16);
     }
     check_qmm(&mut rng, &[9, 128], &[], 64, true, 64, 4, Dtype::F16);
     check_qmm(&mut rng, &[9, 128], &[], 64, false, 64, 4, Dtype::BF16);

@@ -266,3 +266,86 @@ pub(crate) fn quantized_matmul_scale_grads(
     let q = dequantize(w, &ones, &zeros, group_size, bits, Some(dtype))?;
     Ok((group_sum(&super::multiply(&p, &q)?, group_size)?, group_sum(&p, group_size)?))
 }
+
+/// A weight matrix `[rows, cols]` kept quantized: the packed codes, scales
+/// and biases of [`quantize`] with their parameters. Models hold their
+/// linear layers and embeddings this way (e.g. from a GGUF file's blocks,
+/// `io::gguf::Gguf::quantized`) and never expand them in memory.
+///
+/// ```
+/// use weft::{ops, Array};
+/// // Codes 0..15 are exact in 4 bits (scale 1, bias 0).
+/// let w = Array::from_vec((0..128).map(|i| (i % 16) as f32).collect(), &[2, 64]).unwrap();
+/// let q = ops::QuantizedMatrix::quantize(&w, 64, 4).unwrap();
+/// assert_eq!(q.shape(), [2, 64]);
+/// let x = Array::from_vec(vec![1.0f32; 64], &[1, 64]).unwrap();
+/// let y = q.matmul_t(&x).unwrap().to_vec::<f32>().unwrap(); // x @ w.T
+/// let row0: f32 = (0..64).map(|i| (i % 16) as f32).sum();
+/// assert!((y[0] - row0).abs() < 1e-3);
+/// ```
+#[derive(Clone, Debug)]
+pub struct QuantizedMatrix {
+    pub w: Array,
+    pub scales: Array,
+    pub biases: Array,
+    pub group_size: usize,
+    pub bits: u32,
+}
+
+impl QuantizedMatrix {
+    /// Checks the parts' shapes and types against each other.
+    pub fn new(w: Array, scales: Array, biases: Array, group_size: usize, bits: u32) -> Result<QuantizedMatrix> {
+        check_quantized("QuantizedMatrix", &w, &scales, &biases, group_size, bits)?;
+        if w.ndim() != 2 {
+            bail!(Shape, "[QuantizedMatrix] the packed matrix must be 2-D, got shape {:?}", w.shape());
+        }
+        Ok(QuantizedMatrix { w, scales, biases, group_size, bits })
+    }
+
+    /// `w` quantized with [`quantize`].
+    pub fn quantize(w: &Array, group_size: usize, bits: u32) -> Result<QuantizedMatrix> {
+        let (q, s, b) = quantize(w, group_size, bits)?;
+        QuantizedMatrix::new(q, s, b, group_size, bits)
+    }
+
+    /// `[rows, cols]` of the matrix it stands for.
+    pub fn shape(&self) -> [usize; 2] {
+        [self.w.shape()[0], self.w.shape()[1] * 32 / self.bits as usize]
+    }
+
+    /// `x @ w.T` (`x`: `[..., cols]`), reading the codes directly.
+    pub fn matmul_t(&self, x: &Array) -> Result<Array> {
+        quantized_matmul(x, &self.w, &self.scales, &self.biases, true, self.group_size, self.bits)
+    }
+
+    /// The rows `ids` (any integer shape `S`), dequantized to `dtype`:
+    /// `[S..., cols]`, an embedding lookup that expands only those rows.
+    pub fn rows(&self, ids: &Array, dtype: Dtype) -> Result<Array> {
+        let take = |a: &Array| super::take(a, ids, Some(0));
+        dequantize(&take(&self.w)?, &take(&self.scales)?, &take(&self.biases)?, self.group_size, self.bits, Some(dtype))
+    }
+
+    /// The whole matrix in `dtype`.
+    pub fn dequantize(&self, dtype: Dtype) -> Result<Array> {
+        dequantize(&self.w, &self.scales, &self.biases, self.group_size, self.bits, Some(dtype))
+    }
+
+    /// The same matrix with its scales and biases in `dtype`, its parts
+    /// copied to the default device and evaluated there.
+    pub fn converted(&self, dtype: Dtype) -> Result<QuantizedMatrix> {
+        let copy = |a: &Array, dt: Dtype| -> Result<Array> {
+            // `+ 0` makes a copy on the default device even when the dtype
+            // is unchanged.
+            let b = super::add(&astype(a, dt)?, &astype(&Array::scalar(0u32), dt)?)?;
+            b.eval()?;
+            Ok(b)
+        };
+        Ok(QuantizedMatrix {
+            w: copy(&self.w, Dtype::U32)?,
+            scales: copy(&self.scales, dtype)?,
+            biases: copy(&self.biases, dtype)?,
+            group_size: self.group_size,
+            bits: self.bits,
+        })
+    }
+}

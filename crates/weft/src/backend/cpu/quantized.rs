@@ -26,15 +26,18 @@ const PARALLEL_FLOPS: usize = 1 << 18;
 const DECODE_BLOCK: usize = 1 << 15;
 
 /// Decodes one group: `out[j] = scale * q_j + bias` for the codes in `words`
-/// (`out.len() * B / 32` words).
-#[inline]
-fn decode_group<const B: u32>(words: &[u32], scale: f32, bias: f32, out: &mut [f32]) {
+/// (`out.len() * B / 32` words). `FMA`: whether `mul_add` compiles to an
+/// instruction where this is inlined (it is a library call otherwise, so the
+/// baseline build multiplies and adds).
+#[inline(always)]
+fn decode_group<const B: u32, const FMA: bool>(words: &[u32], scale: f32, bias: f32, out: &mut [f32]) {
     let mask = (1u64 << B) - 1;
     if 32 % B == 0 {
+        // A word holds `32 / B` whole codes, unrolled into lanes.
         let per = (32 / B) as usize;
         for (w, o) in words.iter().zip(out.chunks_mut(per)) {
             for (j, v) in o.iter_mut().enumerate() {
-                *v = ((*w as u64 >> (j as u32 * B)) & mask) as f32 * scale + bias;
+                *v = fma::<FMA>(((*w as u64 >> (j as u32 * B)) & mask) as f32, scale, bias);
             }
         }
     } else {
@@ -45,7 +48,7 @@ fn decode_group<const B: u32>(words: &[u32], scale: f32, bias: f32, out: &mut [f
                 acc |= (next.next().copied().unwrap_or(0) as u64) << have;
                 have += 32;
             }
-            *v = (acc & mask) as f32 * scale + bias;
+            *v = fma::<FMA>((acc & mask) as f32, scale, bias);
             acc >>= B;
             have -= B;
         }
@@ -56,13 +59,13 @@ type Decoder = fn(&[u32], f32, f32, &mut [f32]);
 
 fn decoder(bits: u32) -> Result<Decoder> {
     Ok(match bits {
-        1 => decode_group::<1>,
-        2 => decode_group::<2>,
-        3 => decode_group::<3>,
-        4 => decode_group::<4>,
-        5 => decode_group::<5>,
-        6 => decode_group::<6>,
-        8 => decode_group::<8>,
+        1 => decode_group::<1, false>,
+        2 => decode_group::<2, false>,
+        3 => decode_group::<3, false>,
+        4 => decode_group::<4, false>,
+        5 => decode_group::<5, false>,
+        6 => decode_group::<6, false>,
+        8 => decode_group::<8, false>,
         b => return Err(Error::Kernel(format!("quantized: unsupported bits {b}"))),
     })
 }
@@ -76,8 +79,10 @@ struct Row<'a, S> {
 }
 
 impl<S: Element> Row<'_, S> {
-    #[inline]
-    fn decode(&self, dec: Decoder, gs: usize, bits: u32, g0: usize, out: &mut [f32]) {
+    /// Decodes groups `g0..` into `out` with `dec`: a [`Decoder`] chosen
+    /// at run time, or a `decode_group::<B, FMA>` inlined into its caller.
+    #[inline(always)]
+    fn decode(&self, dec: impl Fn(&[u32], f32, f32, &mut [f32]), gs: usize, bits: u32, g0: usize, out: &mut [f32]) {
         let wpg = gs * bits as usize / 32;
         for (i, o) in out.chunks_mut(gs).enumerate() {
             let g = g0 + i;
@@ -234,6 +239,13 @@ fn qmm<S: CpuElement>(gs: usize, bits: u32, transpose: bool, inputs: &[Data], ou
     let s = Matrices::<S>::new(&inputs[2], batch)?;
     let bias = Matrices::<S>::new(&inputs[3], batch)?;
     let row = |b: usize, r: usize| Row { words: w.row(b, r), s: s.row(b, r), b: bias.row(b, r) };
+    if transpose && m <= QMV_MAX_ROWS {
+        let mut y = vec![0f32; total];
+        for b in 0..batch {
+            qmv(bits, gs, &x[b * m * k..(b + 1) * m * k], m, k, n, |r| row(b, r), &mut y[b * m * n..(b + 1) * m * n]);
+        }
+        return from_f32(y, out.dtype);
+    }
 
     // Output columns per task: weight rows (transposed) or whole groups.
     let block = if transpose { 16 } else { gs * 64usize.div_ceil(gs) };
@@ -312,4 +324,149 @@ fn qmm<S: CpuElement>(gs: usize, bits: u32, transpose: bool, inputs: &[Data], ou
         }
     }
     from_f32(y, out.dtype)
+}
+
+/// Up to this many rows of `x`, a transposed `QuantizedMatmul` (the linear
+/// layer `x @ w.T`, a decode step of a language model) runs as
+/// matrix-vector products ([`qmv`]): each weight row is decoded once, into
+/// a buffer that stays in L1, and dotted with every row of `x`. Above it
+/// the decoded blocks go through `gemm`, which amortizes its packing.
+const QMV_MAX_ROWS: usize = 8;
+/// Weight rows per parallel task in [`qmv`].
+const QMV_ROWS_PER_TASK: usize = 16;
+
+/// `y[i, r] = x[i] . (s * q + b)[r]` for the `m` rows of `x` (`[m, k]`,
+/// float32) and the `n` weight rows given by `rows`; `y` is `[m, n]`.
+///
+/// The body is compiled three times: for AVX-512, for AVX2 + FMA, and for
+/// the baseline target; the widest the CPU has is chosen at run time.
+#[allow(clippy::too_many_arguments)]
+fn qmv<'a, S: Element + Sync>(
+    bits: u32,
+    gs: usize,
+    x: &[f32],
+    m: usize,
+    k: usize,
+    n: usize,
+    rows: impl Fn(usize) -> Row<'a, S> + Sync,
+    y: &mut [f32],
+) {
+    // Computed transposed (`[n, m]`: a task owns whole weight rows), then
+    // written out as `[m, n]`.
+    let mut yt = vec![0f32; n * m];
+    #[cfg(target_arch = "x86_64")]
+    let (avx512, avx2) = (simd::avx512(), simd::avx2());
+    let task = |(t, out): (usize, &mut [f32])| {
+        let r0 = t * QMV_ROWS_PER_TASK;
+        let mut buf = vec![0f32; k];
+        for (j, o) in out.chunks_mut(m).enumerate() {
+            let row = rows(r0 + j);
+            #[cfg(target_arch = "x86_64")]
+            {
+                if avx512 {
+                    // SAFETY: the CPU has AVX-512F/BW/VL (`simd::avx512`
+                    // checked at run time), the features `qmv_row_avx512` is compiled for.
+                    unsafe { simd::qmv_row_avx512(bits, gs, &row, x, m, &mut buf, o) };
+                    continue;
+                }
+                if avx2 {
+                    // SAFETY: the CPU has AVX2 and FMA (`simd::avx2` checked
+                    // at run time), the features `qmv_row_avx2` is compiled for.
+                    unsafe { simd::qmv_row_avx2(bits, gs, &row, x, m, &mut buf, o) };
+                    continue;
+                }
+            }
+            qmv_row::<false, S>(bits, gs, &row, x, m, &mut buf, o);
+        }
+    };
+    let chunks = yt.chunks_mut(QMV_ROWS_PER_TASK * m).enumerate();
+    if n * m * k < PARALLEL_FLOPS || rayon::current_num_threads() == 1 {
+        chunks.for_each(task);
+    } else {
+        yt.par_chunks_mut(QMV_ROWS_PER_TASK * m).enumerate().for_each(task);
+    }
+    for (r, v) in yt.chunks(m).enumerate() {
+        for (i, &e) in v.iter().enumerate() {
+            y[i * n + r] = e;
+        }
+    }
+}
+
+/// One weight row of [`qmv`]: decodes it into `buf` (`k` floats) and
+/// writes its dot product with each of the `m` rows of `x` into `out`.
+/// `FMA` as in [`decode_group`], which is inlined here per bit width.
+#[inline(always)]
+fn qmv_row<const FMA: bool, S: Element>(bits: u32, gs: usize, row: &Row<'_, S>, x: &[f32], m: usize, buf: &mut [f32], out: &mut [f32]) {
+    let k = buf.len();
+    match bits {
+        1 => row.decode(decode_group::<1, FMA>, gs, bits, 0, buf),
+        2 => row.decode(decode_group::<2, FMA>, gs, bits, 0, buf),
+        3 => row.decode(decode_group::<3, FMA>, gs, bits, 0, buf),
+        4 => row.decode(decode_group::<4, FMA>, gs, bits, 0, buf),
+        5 => row.decode(decode_group::<5, FMA>, gs, bits, 0, buf),
+        6 => row.decode(decode_group::<6, FMA>, gs, bits, 0, buf),
+        _ => row.decode(decode_group::<8, FMA>, gs, bits, 0, buf),
+    }
+    for (i, o) in out.iter_mut().enumerate().take(m) {
+        *o = dot::<FMA>(buf, &x[i * k..(i + 1) * k]);
+    }
+}
+
+#[inline(always)]
+fn fma<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
+/// `a . b` with 16 independent partial sums (so the loop vectorizes; the
+/// sum's order differs from a sequential one by rounding only).
+#[inline(always)]
+fn dot<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
+    const L: usize = 16;
+    let mut acc = [0f32; L];
+    let (ca, cb) = (a.chunks_exact(L), b.chunks_exact(L));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for l in 0..L {
+            acc[l] = fma::<FMA>(x[l], y[l], acc[l]);
+        }
+    }
+    let mut tail = 0f32;
+    for (x, y) in ra.iter().zip(rb) {
+        tail = fma::<FMA>(*x, *y, tail);
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+/// [`qmv_row`] compiled for wider vector units, chosen at run time.
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use super::{qmv_row, Row};
+    use crate::dtype::Element;
+    use std::sync::OnceLock;
+
+    pub(super) fn avx512() -> bool {
+        static HAS: OnceLock<bool> = OnceLock::new();
+        *HAS.get_or_init(|| {
+            is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") && is_x86_feature_detected!("avx512vl") && avx2()
+        })
+    }
+
+    pub(super) fn avx2() -> bool {
+        static HAS: OnceLock<bool> = OnceLock::new();
+        *HAS.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+    pub(super) fn qmv_row_avx512<S: Element>(bits: u32, gs: usize, row: &Row<'_, S>, x: &[f32], m: usize, buf: &mut [f32], out: &mut [f32]) {
+        qmv_row::<true, S>(bits, gs, row, x, m, buf, out)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn qmv_row_avx2<S: Element>(bits: u32, gs: usize, row: &Row<'_, S>, x: &[f32], m: usize, buf: &mut [f32], out: &mut [f32]) {
+        qmv_row::<true, S>(bits, gs, row, x, m, buf, out)
+    }
 }

@@ -27,6 +27,7 @@ pub use quant::GgmlType;
 pub use write::{save_gguf, save_gguf_bytes};
 
 use crate::buffer::CpuBuffer;
+use crate::ops::QuantizedMatrix;
 use crate::{Array, Dtype, Error, Result};
 use half::{bf16, f16};
 use std::collections::HashMap;
@@ -470,6 +471,28 @@ impl Gguf {
             Some(dtype) => super::from_bytes(self.tensor_bytes(name)?, dtype, &t.shape(), false),
             None => self.tensor(name, Dtype::F16),
         }
+    }
+
+    /// The 2-D tensor `name` kept quantized: a `Q4_0`, `Q4_1` or `Q8_0`
+    /// tensor repacked losslessly into MLX's affine layout (group size 32,
+    /// 4 or 8 bits, float16 scales and biases; see `quant::to_affine`), so
+    /// that `weft::ops::quantized_matmul` reads its codes directly and it is
+    /// never expanded in memory. `None` for the types that are not block
+    /// quantized that way (floats, and the K-quants weft does not read).
+    pub fn quantized(&self, name: &str) -> Result<Option<QuantizedMatrix>> {
+        let t = self.info_or_err(name)?;
+        let shape = t.shape();
+        if shape.len() != 2 || !matches!(t.ty, GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q8_0) {
+            return Ok(None);
+        }
+        let Some(a) = quant::to_affine(t.ty, self.tensor_bytes(name)?) else {
+            return Ok(None);
+        };
+        let (rows, groups) = (shape[0], shape[1] / 32);
+        let w = Array::from_vec(a.codes, &[rows, shape[1] * a.bits as usize / 32])?;
+        let scales = Array::from_vec(a.scales, &[rows, groups])?;
+        let biases = Array::from_vec(a.biases, &[rows, groups])?;
+        QuantizedMatrix::new(w, scales, biases, 32, a.bits).map(Some)
     }
 
     /// The tensor `name` dequantized to `dtype` (`F32`, `F16` or `BF16`),

@@ -191,6 +191,92 @@ fn dequantize_run(ty: GgmlType, bytes: &[u8], out: &mut [f32]) {
     }
 }
 
+/// A block-quantized tensor repacked, losslessly, into MLX's affine layout
+/// (`ops::quantized`): per row, `cols * bits / 32` code words, and one
+/// scale and one bias (float16, as the file stores them) per block of 32.
+pub(crate) struct Affine {
+    pub codes: Vec<u32>,
+    pub scales: Vec<f16>,
+    pub biases: Vec<f16>,
+    pub bits: u32,
+}
+
+/// Repacks `bytes` (whole blocks of `ty`: `Q4_0`, `Q4_1` or `Q8_0`) into
+/// affine codes with group size 32. Each format is affine in its code:
+/// - `Q4_0`: `(q - 8) * d` is `d * q + (-8 d)`: scale `d`, bias `-8 d`;
+/// - `Q4_1`: `q * d + m`: scale `d`, bias `m`;
+/// - `Q8_0`: signed `q * d` is `d * (q + 128) + (-128 d)`: the code is `q`'s
+///   byte with its sign bit flipped, scale `d`, bias `-128 d`.
+///
+/// The biases `-8 d` and `-128 d` are exact in float16 (a power-of-two
+/// multiple) unless they overflow it, which a file's scales (`|d| < 256`
+/// for any weight under 32768 in magnitude) do not reach; `None` for any
+/// other type or if one would overflow.
+pub(crate) fn to_affine(ty: GgmlType, bytes: &[u8]) -> Option<Affine> {
+    let (bits, block_bytes) = match ty {
+        GgmlType::Q4_0 => (4, 18),
+        GgmlType::Q4_1 => (4, 20),
+        GgmlType::Q8_0 => (8, 34),
+        _ => return None,
+    };
+    let blocks = bytes.len() / block_bytes;
+    let words = bits as usize; // per block: 32 codes of `bits` bits
+    let mut codes = vec![0u32; blocks * words];
+    let mut scales = vec![f16::ZERO; blocks];
+    let mut biases = vec![f16::ZERO; blocks];
+    let f16_of = |b: &[u8], i: usize| f16::from_le_bytes([b[i], b[i + 1]]);
+    let per_task = BLOCKS_PER_TASK;
+    let ok = crate::scheduler::in_pool(|| {
+        codes
+            .par_chunks_mut(words * per_task)
+            .zip(scales.par_chunks_mut(per_task))
+            .zip(biases.par_chunks_mut(per_task))
+            .zip(bytes.par_chunks(block_bytes * per_task))
+            .all(|(((codes, scales), biases), bytes)| {
+                for (((c, s), m), b) in
+                    codes.chunks_exact_mut(words).zip(scales.iter_mut()).zip(biases.iter_mut()).zip(bytes.chunks_exact(block_bytes))
+                {
+                    let d = f16_of(b, 0);
+                    *s = d;
+                    match ty {
+                        GgmlType::Q8_0 => {
+                            *m = f16::from_f32(-128.0 * d.to_f32());
+                            for (w, q) in c.iter_mut().zip(b[2..34].chunks_exact(4)) {
+                                *w = u32::from_le_bytes([q[0] ^ 0x80, q[1] ^ 0x80, q[2] ^ 0x80, q[3] ^ 0x80]);
+                            }
+                        }
+                        _ => {
+                            let qs = if ty == GgmlType::Q4_1 {
+                                *m = f16_of(b, 2);
+                                &b[4..20]
+                            } else {
+                                *m = f16::from_f32(-8.0 * d.to_f32());
+                                &b[2..18]
+                            };
+                            // Element j is byte j's low nibble (j < 16) or
+                            // byte j - 16's high nibble; in the affine stream
+                            // element j sits at bits 4j.
+                            for (i, w) in c.iter_mut().enumerate() {
+                                let mut v = 0u32;
+                                for e in 0..8 {
+                                    let j = i * 8 + e;
+                                    let q = if j < 16 { qs[j] & 0x0f } else { qs[j - 16] >> 4 };
+                                    v |= (q as u32) << (4 * e);
+                                }
+                                *w = v;
+                            }
+                        }
+                    }
+                    if !m.is_finite() && d.is_finite() {
+                        return false;
+                    }
+                }
+                true
+            })
+    });
+    ok.then_some(Affine { codes, scales, biases, bits })
+}
+
 #[cfg(test)]
 mod tests {
     //! Each format against a float64 decoder written here from the format's
@@ -258,6 +344,24 @@ mod tests {
         }
     }
 
+    /// The affine repacking, decoded element by element from its bit
+    /// stream (`scale * code + bias` in float64), equals the reference
+    /// decoding of the original blocks exactly.
+    fn check_affine(ty: GgmlType, bytes: &[u8]) {
+        let (_, block_bytes) = ty.block().unwrap();
+        let a = to_affine(ty, bytes).expect("a block type with finite scales");
+        let words = a.bits as usize; // 32 elements * bits / 32
+        for (i, b) in bytes.chunks_exact(block_bytes).enumerate() {
+            let (s, m) = (a.scales[i].to_f64(), a.biases[i].to_f64());
+            for (j, want) in reference(ty, b).into_iter().enumerate() {
+                let bit = j * a.bits as usize;
+                let code = (a.codes[i * words + bit / 32] >> (bit % 32)) & ((1u32 << a.bits) - 1);
+                let got = s * f64::from(code) + m;
+                assert_eq!(got, want, "{ty:?} block {i} element {j}");
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn q4_0_matches_reference(bytes in blocks(GgmlType::Q4_0, 40)) { check(GgmlType::Q4_0, &bytes) }
@@ -265,6 +369,12 @@ mod tests {
         fn q4_1_matches_reference(bytes in blocks(GgmlType::Q4_1, 40)) { check(GgmlType::Q4_1, &bytes) }
         #[test]
         fn q8_0_matches_reference(bytes in blocks(GgmlType::Q8_0, 40)) { check(GgmlType::Q8_0, &bytes) }
+        #[test]
+        fn q4_0_repacks_exactly(bytes in blocks(GgmlType::Q4_0, 40)) { check_affine(GgmlType::Q4_0, &bytes) }
+        #[test]
+        fn q4_1_repacks_exactly(bytes in blocks(GgmlType::Q4_1, 40)) { check_affine(GgmlType::Q4_1, &bytes) }
+        #[test]
+        fn q8_0_repacks_exactly(bytes in blocks(GgmlType::Q8_0, BLOCKS_PER_TASK + 40)) { check_affine(GgmlType::Q8_0, &bytes) }
     }
 
     #[test]
