@@ -585,7 +585,33 @@ impl Primitive {
     /// The cotangents of `inputs` given the cotangent `g` of this
     /// primitive's output `out` (the node itself), computed only where
     /// `needs[i]`; `None` where an input gets none (integer indices, keys).
+    ///
+    /// Complex64 follows one convention throughout: the cotangent of `z` is
+    /// `dL/dRe(z) + i dL/dIm(z)` (a real input gets the real part of what
+    /// reaches it). For a holomorphic `f` that is `g * conj(f'(z))`, while
+    /// the rules below are written as `g * f'(z)`; every primitive that can
+    /// touch complex64 (`primitive/complex.rs`) is holomorphic or linear
+    /// with real coefficients, so its complex cotangent is the rule applied
+    /// to `conj(g)`, conjugated. `Complex` (real, imag, abs, conj: not
+    /// holomorphic) and `Fft` state their rules directly.
     pub(crate) fn vjp(&self, inputs: &[Array], out: &Array, g: &Array, needs: &[bool]) -> Result<Vec<Option<Array>>> {
+        let complex = out.dtype().is_complex() || inputs.iter().any(|a| a.dtype().is_complex());
+        if !complex || matches!(self, Primitive::Complex(_) | Primitive::Fft { .. }) {
+            return self.vjp_rule(inputs, out, g, needs);
+        }
+        if !super::complex::supports_complex(self) {
+            // The complex gate refuses such nodes when they are built.
+            bail!(Dtype, "{}: no derivative for complex64 inputs", self.name());
+        }
+        let conj_g = o::conjugate(g)?;
+        self.vjp_rule(inputs, out, &conj_g, needs)?
+            .into_iter()
+            .map(|c| c.map(|c| o::conjugate(&c)).transpose())
+            .collect()
+    }
+
+    /// The rules, written for real inputs (see `vjp`).
+    fn vjp_rule(&self, inputs: &[Array], out: &Array, g: &Array, needs: &[bool]) -> Result<Vec<Option<Array>>> {
         let x = &inputs[0];
         let one = |a: Result<Array>| -> Result<Vec<Option<Array>>> { Ok(vec![Some(a?)]) };
         let none = || Ok(vec![None; inputs.len()]);

@@ -10,9 +10,10 @@ use super::trace::{self, new_trace, Kind, TapeOp};
 use crate::{bail, ops, Array, Result};
 use std::collections::{HashMap, HashSet};
 
-/// Whether reverse mode carries a cotangent for arrays of this dtype.
+/// Whether reverse mode carries a cotangent for arrays of this dtype
+/// (floats and complex64; see `Primitive::vjp` for complex cotangents).
 fn differentiable(a: &Array) -> bool {
-    a.dtype().is_float()
+    a.dtype().is_inexact()
 }
 
 fn accumulate(cots: &mut HashMap<u64, Array>, a: &Array, c: Array) -> Result<()> {
@@ -156,6 +157,9 @@ pub fn value_and_grad(
         if first.size() != 1 {
             bail!(Shape, "grad: the function must return a scalar, got shape {:?}", first.shape());
         }
+        if first.dtype().is_complex() {
+            bail!(Dtype, "grad: the function must return a real scalar, got complex64 (take its real part, abs or a vjp)");
+        }
         let mut cots = vec![None; outs.len()];
         cots[0] = Some(ops::ones(first.shape(), first.dtype())?);
         Ok(cots)
@@ -215,7 +219,7 @@ pub fn jvp(
         .map(|(j, o)| {
             // An output with no derivative (a comparison's bool, an
             // integer) gets zeros in the tangents' dtype, as MLX.
-            let dt = if o.dtype().is_float() { o.dtype() } else { tangents.first().map_or(o.dtype(), |t| t.dtype()) };
+            let dt = if o.dtype().is_inexact() { o.dtype() } else { tangents.first().map_or(o.dtype(), |t| t.dtype()) };
             let j = j.map_or_else(|| ops::zeros(o.shape(), dt), Ok)?;
             Ok(trace::unmark(&trace::unmark(&j, tu), tx))
         })
