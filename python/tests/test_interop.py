@@ -112,7 +112,7 @@ def test_from_dlpack_keeps_strides_and_copies():
     with pytest.raises(ValueError):
         mx.from_dlpack(np.arange(3, dtype=np.float32)[::-1])
     with pytest.raises(ValueError):
-        mx.from_dlpack(np.ones(2, dtype=np.complex64))
+        mx.from_dlpack(np.ones(2, dtype=np.complex128))  # weft has complex64 only
 
 
 def test_asarray():

@@ -1,5 +1,5 @@
 """The stubs (python/weft/core/__init__.pyi, random.pyi, fast.pyi,
-linalg.pyi) and the
+linalg.pyi, fft.pyi) and the
 compiled module name the same things with the same arguments."""
 
 import ast
@@ -11,7 +11,7 @@ import pytest
 import weft.core as mx
 
 STUBS = pathlib.Path(__file__).resolve().parents[1] / "weft" / "core"
-SUBMODULES = ("random", "fast", "linalg")
+SUBMODULES = ("random", "fast", "linalg", "fft")
 ALIASES = {"Scalar", "ScalarOrArray", "StreamOrDevice", "Axis", "ShapeLike"}
 
 pytestmark = pytest.mark.skipif(not STUBS.is_dir(), reason="run from a source checkout")

@@ -309,6 +309,11 @@ impl PyArray {
     fn abs(&self, stream: Stream) -> PyResult<PyArray> {
         on_stream(&stream, || ops::abs(&self.array()).py().map(PyArray::from))
     }
+    /// The complex conjugate (a real array is its own).
+    #[pyo3(signature = (*, stream = None))]
+    fn conj(&self, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::conjugate(&self.array()).py().map(PyArray::from))
+    }
     #[pyo3(signature = (*, stream = None))]
     fn exp(&self, stream: Stream) -> PyResult<PyArray> {
         on_stream(&stream, || ops::exp(&self.array()).py().map(PyArray::from))
@@ -350,6 +355,18 @@ impl PyArray {
     #[getter]
     fn dtype(&self) -> PyDtype {
         PyDtype(self.array().dtype())
+    }
+
+    /// The real part (float32 for complex64; a real array itself).
+    #[getter]
+    fn real(&self) -> PyResult<PyArray> {
+        ops::real(&self.array()).py().map(PyArray::from)
+    }
+
+    /// The imaginary part (float32 for complex64; zeros for a real array).
+    #[getter]
+    fn imag(&self) -> PyResult<PyArray> {
+        ops::imag(&self.array()).py().map(PyArray::from)
     }
 
     #[getter]

@@ -6,7 +6,7 @@ use crate::array::PyArray;
 use crate::errors::{eval_error, no_panic, OpResult};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyList, PySequence, PyTuple};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyComplex, PyFloat, PyInt, PyList, PySequence, PyTuple};
 use weft::buffer::CpuElement;
 use weft::dtype::Element;
 use weft::shape::MAX_NDIM;
@@ -14,17 +14,20 @@ use weft::{ops, Array, Dtype};
 
 pub(crate) use weft::with_dtype;
 
-/// A Python scalar: `bool`, `int` or `float`.
+/// A Python scalar: `bool`, `int`, `float` or `complex`.
 #[derive(Clone, Copy, Debug)]
 pub enum Scalar {
     Bool(bool),
     Int(i64),
     Float(f64),
+    /// (real, imaginary).
+    Complex(f64, f64),
 }
 
 impl Scalar {
-    /// `ob` as a scalar, if it is a Python bool, int or float (NumPy's
-    /// `float64` and `bool_`-free integer subclasses included).
+    /// `ob` as a scalar, if it is a Python bool, int, float or complex
+    /// (NumPy's `float64`, `complex128` and `bool_`-free integer subclasses
+    /// included).
     pub fn extract(ob: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
         if ob.is_instance_of::<PyBool>() {
             return Ok(Some(Scalar::Bool(ob.extract()?)));
@@ -34,6 +37,9 @@ impl Scalar {
         }
         if ob.is_instance_of::<PyFloat>() {
             return Ok(Some(Scalar::Float(ob.extract()?)));
+        }
+        if let Ok(z) = ob.cast::<PyComplex>() {
+            return Ok(Some(Scalar::Complex(z.real(), z.imag())));
         }
         Ok(None)
     }
@@ -45,19 +51,22 @@ impl Scalar {
             Scalar::Int(i) if i32::try_from(i).is_err() => Dtype::I64,
             Scalar::Int(_) => Dtype::I32,
             Scalar::Float(_) => Dtype::F32,
+            Scalar::Complex(..) => Dtype::C64,
         }
     }
 
     /// The dtype a Python scalar takes next to an array of dtype `other`
     /// (MLX's weak scalar typing): an int keeps an integer or float array's
-    /// type, a float keeps a float array's type, a bool keeps any type.
+    /// type, a float keeps a float or complex array's type, a bool keeps
+    /// any type, a complex gives complex64.
     pub fn weak_dtype(self, other: Dtype) -> Dtype {
         match self {
             Scalar::Bool(_) => Dtype::Bool,
             Scalar::Int(_) if other == Dtype::Bool => self.default_dtype(),
             Scalar::Int(_) => other,
-            Scalar::Float(_) if other.is_float() => other,
+            Scalar::Float(_) if other.is_inexact() => other,
             Scalar::Float(_) => Dtype::F32,
+            Scalar::Complex(..) => Dtype::C64,
         }
     }
 
@@ -66,6 +75,14 @@ impl Scalar {
             Scalar::Bool(b) => T::from_i64(b as i64),
             Scalar::Int(i) => T::from_i64(i),
             Scalar::Float(f) => T::from_f64(f),
+            // The real part for a real dtype (as `astype` from complex64).
+            Scalar::Complex(re, im) => {
+                let mut v = T::from_f64(re);
+                if let Some(z) = (&mut v as &mut dyn std::any::Any).downcast_mut::<weft::Complex64>() {
+                    *z = weft::Complex64::new(re as f32, im as f32);
+                }
+                v
+            }
         }
     }
 
@@ -200,7 +217,9 @@ fn from_sequence(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>, depth: usize) -> P
     let shape = outer.split_off(depth);
     let dtype = dtype.unwrap_or_else(|| {
         let any = |f: fn(&Scalar) -> bool| leaves.iter().any(f);
-        if leaves.is_empty() || any(|s| matches!(s, Scalar::Float(_))) {
+        if any(|s| matches!(s, Scalar::Complex(..))) {
+            Dtype::C64
+        } else if leaves.is_empty() || any(|s| matches!(s, Scalar::Float(_))) {
             Dtype::F32
         } else if any(|s| matches!(s, Scalar::Int(_))) {
             if any(|s| s.default_dtype() == Dtype::I64) { Dtype::I64 } else { Dtype::I32 }
@@ -226,14 +245,19 @@ fn stack_sequence(ob: &Bound<'_, PyAny>, dtype: Option<Dtype>, depth: usize) -> 
 }
 
 /// A NumPy array (or anything `numpy.asarray` accepts) as an array, with
-/// MLX's dtype rules: float64 becomes float32.
+/// MLX's dtype rules: float64 becomes float32, complex128 complex64.
 fn from_numpy(ob: &Bound<'_, PyAny>) -> PyResult<Array> {
     let py = ob.py();
     let np = py.import("numpy")?;
     let kwargs = pyo3::types::PyDict::new(py);
     kwargs.set_item("order", "C")?;
-    let arr = np.call_method("asarray", (ob,), Some(&kwargs))?;
-    let name: String = arr.getattr("dtype")?.getattr("name")?.extract()?;
+    let mut arr = np.call_method("asarray", (ob,), Some(&kwargs))?;
+    let mut name: String = arr.getattr("dtype")?.getattr("name")?.extract()?;
+    if name == "complex128" {
+        // weft has no complex128: NumPy rounds each part to float32.
+        arr = arr.call_method1("astype", ("complex64",))?;
+        name = "complex64".into();
+    }
     let Some(dtype) = Dtype::from_name(&name) else {
         return Err(PyValueError::new_err(format!("cannot convert a NumPy array of dtype {name} to a weft array")));
     };

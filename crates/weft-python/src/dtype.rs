@@ -290,7 +290,7 @@ fn isdtype(dtype: PyDtype, kind: &Bound<'_, PyAny>) -> PyResult<bool> {
         "unsigned integer" => d.is_unsigned(),
         "integral" => d.is_integer(),
         "real floating" => d.is_float(),
-        "complex floating" => false,
+        "complex floating" => d.is_complex(),
         "numeric" => d != Dtype::Bool,
         other => return Err(PyValueError::new_err(format!("isdtype: unknown kind {other:?}"))),
     })

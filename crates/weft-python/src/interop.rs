@@ -241,7 +241,8 @@ fn from_dl_dtype(t: DLDataType) -> PyResult<Dtype> {
         (2, 32) => Dtype::F32,
         (2, 64) => Dtype::F64,
         (4, 16) => Dtype::BF16,
-        (5, _) => return Err(PyValueError::new_err("complex DLPack tensors are not supported: weft has no complex dtype")),
+        (5, 64) => Dtype::C64,
+        (5, b) => return Err(PyValueError::new_err(format!("complex DLPack tensors of {b} bits are not supported: weft has complex64 only"))),
         (c, b) => return Err(PyValueError::new_err(format!("DLPack dtype code {c} with {b} bits has no weft dtype"))),
     })
 }

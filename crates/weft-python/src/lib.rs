@@ -8,8 +8,8 @@
 //! `convert.rs` (Python values <-> arrays), `device.rs`
 //! (devices and streams), `runtime.rs` (eval, memory), `dtype.rs`,
 //! `args.rs` (shared argument types), `errors.rs`, `repr.rs`; the submodules
-//! `random.rs` (`weft.core.random`), `fast.rs` (`weft.core.fast`) and
-//! `linalg.rs` (`weft.core.linalg`), and
+//! `random.rs` (`weft.core.random`), `fast.rs` (`weft.core.fast`),
+//! `linalg.rs` (`weft.core.linalg`) and `fft.rs` (`weft.core.fft`), and
 //! `io.rs` (`load`, `save`, `savez`, `save_safetensors`, `save_gguf`),
 //! `interop.rs` (buffer protocol, DLPack, `asarray`), `quantized.rs`
 //! (quantization ops), `structured_mm.rs` (`gather_mm`, `block_masked_mm`, `segmented_mm`).
@@ -22,6 +22,7 @@ mod device;
 mod dtype;
 mod errors;
 mod fast;
+mod fft;
 mod indexing;
 mod interop;
 mod io;
@@ -58,6 +59,7 @@ fn weft_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     random::register(m)?;
     fast::register(m)?;
     linalg::register(m)?;
+    fft::register(m)?;
     quantized::register(m)?;
     structured_mm::register(m)?;
     transforms::register(m)?;

@@ -180,7 +180,7 @@ fn cross(a: &Any<'_>, b: &Any<'_>, axis: isize, stream: Stream) -> PyResult<PyAr
 /// Registers `weft.core.linalg` (importable as `weft.core.linalg` too).
 pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let m = PyModule::new(parent.py(), "linalg")?;
-    m.add("__doc__", "Norms, inverses, solves and factorizations, as mlx.core.linalg (no eig/eigvals: weft has no complex dtype).")?;
+    m.add("__doc__", "Norms, inverses, solves and factorizations, as mlx.core.linalg (no eig/eigvals yet: no general eigensolver).")?;
     m.add_function(wrap_pyfunction!(norm, &m)?)?;
     m.add_function(wrap_pyfunction!(inv, &m)?)?;
     m.add_function(wrap_pyfunction!(tri_inv, &m)?)?;

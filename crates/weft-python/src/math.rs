@@ -18,7 +18,7 @@ use weft::{ops, Array, Dtype};
 type Any<'py> = Bound<'py, PyAny>;
 type Stream = Option<StreamOrDevice>;
 
-unary! { logical_not, isnan, isinf, isfinite, sign, reciprocal }
+unary! { logical_not, isnan, isinf, isfinite, sign, reciprocal, real, imag, conjugate }
 
 binary! { logical_and, logical_or, logaddexp }
 
@@ -269,7 +269,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add!(round, logical_not, logical_and, logical_or, logaddexp, sign, reciprocal);
     add!(isnan, isinf, isfinite, isclose, allclose, array_equal, all, any, var, std_dev, clip);
     add!(swapaxes, moveaxis, flip, split, tril, triu, tri, linspace, repeat, tile, pad);
-    add!(diag, diagonal);
+    add!(diag, diagonal, real, imag, conjugate);
     // mlx.core's other names for the same functions.
     for (alias, name) in [
         ("asin", "arcsin"),
@@ -282,6 +282,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("permute_dims", "transpose"),
         ("pow", "power"),
         ("empty_like", "zeros_like"),
+        ("conj", "conjugate"),
     ] {
         m.add(alias, m.getattr(name)?)?;
     }

@@ -268,7 +268,7 @@ pub fn ones_like(a: &Any<'_>, dtype: Option<PyDtype>, stream: Stream) -> PyResul
 
 fn number(ob: &Any<'_>, what: &str) -> PyResult<Scalar> {
     match Scalar::extract(ob)? {
-        Some(Scalar::Bool(_)) | None => Err(PyTypeError::new_err(format!("arange: {what} must be an int or a float"))),
+        Some(Scalar::Bool(_) | Scalar::Complex(..)) | None => Err(PyTypeError::new_err(format!("arange: {what} must be an int or a float"))),
         Some(s) => Ok(s),
     }
 }
@@ -278,6 +278,8 @@ fn as_f64(s: Scalar) -> f64 {
         Scalar::Bool(b) => b as u8 as f64,
         Scalar::Int(i) => i as f64,
         Scalar::Float(f) => f,
+        // `number` refuses complex values.
+        Scalar::Complex(re, _) => re,
     }
 }
 

@@ -31,6 +31,7 @@ fn param(ob: &Any<'_>, what: &str) -> PyResult<Param> {
         Some(Scalar::Bool(_)) => Err(PyTypeError::new_err(format!("{what} must be a number or an array, not a bool"))),
         Some(Scalar::Int(i)) => Ok(Param::Number(i as f64)),
         Some(Scalar::Float(f)) => Ok(Param::Number(f)),
+        Some(Scalar::Complex(..)) => Err(PyTypeError::new_err(format!("{what} must be a real number or an array, not a complex"))),
         None => Ok(Param::Array(to_array(ob, None)?)),
     }
 }

@@ -1,7 +1,8 @@
 """Norms, inverses, solves and factorizations, as mlx.core.linalg. They
 compute on the CPU (a GPU stream runs them on the host), in float32 or
 float64, batched over leading axes. `eig` and `eigvals` are not provided:
-their results are complex and weft has no complex dtype."""
+they are not implemented yet (weft has complex64 now, but no
+general eigensolver)."""
 
 from typing import Literal, Optional, Sequence, Union
 
