@@ -205,3 +205,23 @@ def test_gradients():
         m[i] -= eps
         fd.append((f(mx.array(p)).item() - f(mx.array(m)).item()) / (2 * eps))
     check(mx.array(g), np.array(fd), tol=1e-2)
+
+
+def test_jvp_and_vmap():
+    # The transforms are linear: their jvp is the transform of the tangent.
+    z, t = rand_complex((6,)), rand_complex((6,))
+    _, jt = mx.jvp(lambda a: mx.fft.fft(a), [mx.array(z)], [mx.array(t)])
+    check(jt[0], np.fft.fft(t))
+    x, tx = rand_real((8,)), rand_real((8,))
+    _, jt = mx.jvp(lambda a: mx.fft.rfft(a), [mx.array(x)], [mx.array(tx)])
+    check(jt[0], np.fft.rfft(tx))
+    h, th = rand_complex((5,)), rand_complex((5,))
+    _, jt = mx.jvp(lambda a: mx.fft.irfft(a), [mx.array(h)], [mx.array(th)])
+    assert jt[0].dtype == mx.float32
+    check(jt[0], np.fft.irfft(th))
+    # Not holomorphic: d(re * im) = dre * im + re * dim.
+    _, jt = mx.jvp(lambda a: mx.real(a) * mx.imag(a), [mx.array(z)], [mx.array(t)])
+    check(jt[0], t.real * z.imag + z.real * t.imag)
+    b = rand_complex((3, 4, 5))
+    check(mx.vmap(lambda a: mx.fft.fft2(a))(mx.array(b)), np.fft.fft2(b))
+    check(mx.vmap(lambda a: mx.fft.rfft(a), in_axes=1)(mx.array(b.real)), np.moveaxis(np.fft.rfft(b.real, axis=-1), 1, 0))

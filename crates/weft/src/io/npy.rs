@@ -360,7 +360,7 @@ mod tests {
             assert_eq!(parse_descr(descr(d)).unwrap(), (d, false));
         }
         assert_eq!(parse_descr(">i4").unwrap(), (Dtype::I32, true));
-        assert!(parse_descr("<c8").unwrap_err().contains("complex"));
+        assert!(parse_descr("<c16").unwrap_err().contains("complex"));
         assert!(parse_descr("<U3").is_err());
     }
 }
