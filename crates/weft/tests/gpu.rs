@@ -994,3 +994,48 @@ fn quantized_ops_match_cpu() {
         }
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn complex64_on_a_gpu_stream_matches_cpu() {
+    // complex64 has no CUDA kernels: each of its primitives runs on the
+    // host from a GPU stream (views, slice_update and the FFTs included).
+    use ops::fft::{self, Norm};
+    let _s = serial();
+    let re = random(&[4, 6], Dtype::F32, -1.0, 1.0, 91);
+    let im = random(&[4, 6], Dtype::F32, -1.0, 1.0, 92);
+    let r2 = random(&[6, 3], Dtype::F32, -1.0, 1.0, 93);
+    let z = || ops::complex(&re, &im);
+    let w = || ops::complex(&r2, &ops::negative(&r2)?);
+    let cases: Vec<(&str, Box<dyn Fn() -> weft::Result<Array>>)> = vec![
+        ("fft", Box::new(|| fft::fft(&z()?, None, -1, Norm::Backward))),
+        ("ifft axis 0 n 7", Box::new(|| fft::ifft(&z()?, Some(7), 0, Norm::Backward))),
+        ("rfft2", Box::new(|| fft::rfft2(&re, None, None, Norm::Ortho))),
+        ("irfft", Box::new(|| fft::irfft(&z()?, None, -1, Norm::Backward))),
+        ("matmul", Box::new(|| ops::matmul(&z()?, &w()?))),
+        ("multiply add", Box::new(|| ops::add(&ops::multiply(&z()?, &z()?)?, &re))),
+        ("sum", Box::new(|| ops::sum(&z()?, 0isize, false))),
+        ("transpose copy", Box::new(|| ops::add(&ops::transpose(&z()?, &[1, 0])?, &Array::scalar(weft::Complex64::new(0.0, 1.0))))),
+        ("slice_update", Box::new(|| ops::slice_update(&z()?, &ops::conjugate(&z()?)?, &[ops::SliceArg::range(1, 5)]))),
+        ("concatenate", Box::new(|| ops::concatenate(&[z()?, ops::conjugate(&z()?)?], 0isize))),
+        ("abs", Box::new(|| ops::abs(&z()?))),
+        ("astype", Box::new(|| ops::astype(&z()?, Dtype::F32))),
+    ];
+    for (what, f) in &cases {
+        let part = |p: fn(&Array) -> weft::Result<Array>| move || f().and_then(|y| if y.dtype().is_complex() { p(&y) } else { Ok(y) });
+        same_as_cpu(&format!("{what} (real part)"), 1e-5, part(ops::real));
+        same_as_cpu(&format!("{what} (imaginary part)"), 1e-5, part(ops::imag));
+    }
+    // A gradient through a transform.
+    same_as_cpu("grad of sum |fft(x)|^2", 1e-5, || {
+        let g = weft::transforms::grad(
+            |x| {
+                let a = ops::abs(&fft::fft(&x[0], None, -1, Norm::Backward)?)?;
+                Ok(vec![ops::sum(&ops::multiply(&a, &a)?, Axes::All, false)?])
+            },
+            &[re.clone()],
+            &[0],
+        )?;
+        Ok(g[0].clone())
+    });
+}
