@@ -318,3 +318,28 @@ def test_new_random_distributions():
     assert sorted(map(tuple, rows.tolist())) == [tuple(r) for r in np.arange(12).reshape(4, 3).tolist()]
     assert mx.random.uniform(2.0, 2.0, shape=(3,)).tolist() == [2.0, 2.0, 2.0]
     assert mx.random.normal(dtype=None).dtype == mx.float32
+
+
+def test_arange_dtype_inference_and_integer_steps():
+    # Python ints beyond int32 infer int64; int32's own bounds stay int32.
+    a = mx.arange(2**40, 2**40 + 3)
+    assert a.dtype == mx.int64 and a.tolist() == [2**40, 2**40 + 1, 2**40 + 2]
+    assert mx.arange(2**31 - 3, 2**31 - 1).dtype == mx.int32
+    assert mx.arange(2**40, 2**40 + 3, dtype=mx.int32).dtype == mx.int32
+    assert mx.arange(0.5, 2**40, 2**39).dtype == mx.float32
+    # An integer dtype steps by int(start + step) - int(start).
+    assert mx.arange(0, 3, 0.2, dtype=mx.int32).tolist() == [0] * 15
+    assert mx.arange(-1, -20, -1.2, dtype=mx.int32).tolist() == list(range(-1, -17, -1))
+    with pytest.raises(ValueError):
+        mx.arange(0, 2**40)
+
+
+def test_isclose_infinities_hadamard_scalar_kron_empty():
+    inf = float("inf")
+    a = mx.array([inf, inf, -inf])
+    b = mx.array([inf, -inf, -inf])
+    assert mx.isclose(a, b).tolist() == np.isclose(np.array(a), np.array(b)).tolist()
+    assert mx.hadamard_transform(mx.array(5.0)).item() == 5.0
+    assert mx.hadamard_transform(mx.array(5.0), scale=0.2).item() == 1.0
+    with pytest.raises(ValueError):
+        mx.kron(mx.array([]), mx.array([1, 2]))

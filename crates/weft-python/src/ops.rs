@@ -305,7 +305,10 @@ pub fn arange(
             None => Scalar::Int(1),
         };
         let any_float = [start, stop, step].iter().any(|s| matches!(s, Scalar::Float(_)));
-        let dtype = dtype.map(|d| d.0).unwrap_or(if any_float { Dtype::F32 } else { Dtype::I32 });
+        // Ints outside int32 widen the inferred dtype to int64 (as mx.array's scalars).
+        let wide = [start, stop, step].iter().any(|s| matches!(s, Scalar::Int(i) if i32::try_from(*i).is_err()));
+        let inferred = if any_float { Dtype::F32 } else if wide { Dtype::I64 } else { Dtype::I32 };
+        let dtype = dtype.map(|d| d.0).unwrap_or(inferred);
         ops::arange(as_f64(start), as_f64(stop), as_f64(step), dtype).py().map(PyArray::from)
     })
 }

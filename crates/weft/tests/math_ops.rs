@@ -463,3 +463,41 @@ fn order_statistics_and_contractions_match_loops() {
     assert_eq!(ops::diff(&sq, 2, -1).unwrap().to_vec::<i32>().unwrap(), vec![2, 2]);
     assert_eq!(ops::diff(&x, 1, 0).unwrap().to_vec::<f32>().unwrap(), vec![3.0, 3.0, 3.0]);
 }
+
+/// Integer `arange` with a fractional step steps by `int(start + step) -
+/// int(start)` and keeps the float length; more than `i32::MAX` elements is
+/// an error, not an allocation.
+#[test]
+fn arange_integer_step_and_size_limit() {
+    let a = ops::arange(0.0, 3.0, 0.2, Dtype::I32).unwrap();
+    assert_eq!(a.to_vec::<i32>().unwrap(), vec![0; 15]);
+    let a = ops::arange(-1.0, -20.0, -1.2, Dtype::I32).unwrap();
+    assert_eq!(a.to_vec::<i32>().unwrap(), (1..=16).map(|i| -i).collect::<Vec<i32>>());
+    let a = ops::arange(-1.0, -4.0, -0.9, Dtype::I32).unwrap();
+    assert_eq!(a.to_vec::<i32>().unwrap(), vec![-1; 4]);
+    let a = ops::arange(0.0, 1.0, 0.25, Dtype::F32).unwrap();
+    assert_eq!(a.to_vec::<f32>().unwrap(), vec![0.0, 0.25, 0.5, 0.75]);
+    let r = ops::arange(0.0, 2f64.powi(40), 1.0, Dtype::I64);
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+}
+
+/// Infinities are close only to an equal infinity.
+#[test]
+fn isclose_opposite_infinities() {
+    let a = Array::from_vec(vec![f32::INFINITY, f32::INFINITY, f32::NEG_INFINITY, 1.0], &[4]).unwrap();
+    let b = Array::from_vec(vec![f32::INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY, 1.0], &[4]).unwrap();
+    let c = ops::isclose(&a, &b, 1e-5, 1e-8, false).unwrap();
+    assert_eq!(c.to_vec::<bool>().unwrap(), vec![true, false, true, true]);
+}
+
+/// A scalar's Hadamard transform is the scalar times `scale` (1 by default);
+/// `kron` of an empty array is a shape error.
+#[test]
+fn hadamard_of_scalar_and_kron_of_empty() {
+    let x = Array::scalar(5.0f32);
+    assert_eq!(ops::hadamard_transform(&x, None).unwrap().item::<f32>().unwrap(), 5.0);
+    assert_eq!(ops::hadamard_transform(&x, Some(0.2)).unwrap().item::<f32>().unwrap(), 1.0);
+    let e = Array::from_vec(Vec::<f32>::new(), &[0]).unwrap();
+    let y = Array::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    assert!(matches!(ops::kron(&e, &y), Err(Error::Shape(_))));
+}

@@ -30,8 +30,19 @@ pub fn arange(start: f64, stop: f64, step: f64, dtype: Dtype) -> Result<Array> {
     if step == 0.0 || !step.is_finite() || !start.is_finite() || !stop.is_finite() {
         bail!(InvalidArgument, "arange needs finite bounds and a nonzero step, got ({start}, {stop}, {step})");
     }
-    let n = ((stop - start) / step).ceil().max(0.0) as usize;
-    Array::from_op(Primitive::Arange { start, step }, vec![], vec![n], dtype)
+    let n = ((stop - start) / step).ceil().max(0.0);
+    if n > i32::MAX as f64 {
+        bail!(InvalidArgument, "arange: {n} elements is more than the maximum array size {}", i32::MAX);
+    }
+    // Integer output steps by the integer distance between the first two
+    // elements, `int(start + step) - int(start)` (MLX's rule), so
+    // `arange(0, 3, 0.2, int32)` is fifteen zeros.
+    let (start, step) = if dtype.is_integer() {
+        (start.trunc(), (start + step).trunc() - start.trunc())
+    } else {
+        (start, step)
+    };
+    Array::from_op(Primitive::Arange { start, step }, vec![], vec![n as usize], dtype)
 }
 
 /// An `n x m` matrix with ones on diagonal `k` (above the main one for `k > 0`).

@@ -80,7 +80,10 @@ pub fn isclose(a: &Array, b: &Array, rtol: f64, atol: f64, equal_nan: bool) -> R
     let (a, b) = (astype(a, dtype)?, astype(b, dtype)?);
     let diff = abs(&subtract(&a, &b)?)?;
     let tol = add(&scalar(atol, dtype)?, &multiply(&scalar(rtol, dtype)?, &abs(&b)?)?)?;
-    let close = logical_or(&equal(&a, &b)?, &less_equal(&diff, &tol)?)?;
+    // An infinity is close only to itself: `inf - (-inf)` is inf, and so is
+    // the tolerance `rtol * |inf|`, so the bound alone would call them close.
+    let finite = logical_not(&logical_or(&isinf(&a)?, &isinf(&b)?)?)?;
+    let close = logical_or(&equal(&a, &b)?, &logical_and(&less_equal(&diff, &tol)?, &finite)?)?;
     if equal_nan {
         return logical_or(&close, &logical_and(&isnan(&a)?, &isnan(&b)?)?);
     }

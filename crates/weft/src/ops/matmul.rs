@@ -129,8 +129,12 @@ pub fn tensordot(a: &Array, b: &Array, axes_a: &[isize], axes_b: &[isize]) -> Re
 /// `log2(n)` butterfly stages of `(a + b, a - b)` on pairs `h` apart.
 /// Integers compute in float32.
 pub fn hadamard_transform(a: &Array, scale: Option<f64>) -> Result<Array> {
+    if a.ndim() == 0 {
+        // A scalar is a length-1 transform: `a * scale`.
+        return reshape(&hadamard_transform(&reshape(a, &[1])?, scale)?, &[]);
+    }
     let n = *a.shape().last().unwrap_or(&1);
-    if a.ndim() == 0 || !n.is_power_of_two() {
+    if !n.is_power_of_two() {
         bail!(Shape, "hadamard_transform: the last axis must have a power-of-two length, got shape {:?}", a.shape());
     }
     let dtype = a.dtype().at_least_float();

@@ -545,6 +545,9 @@ pub fn trace(a: &Array, offset: isize, axis1: isize, axis2: isize) -> Result<Arr
 /// The Kronecker product: blocks `a[i...] * b`, shape `a.shape * b.shape`
 /// (the shorter shape padded with leading 1s).
 pub fn kron(a: &Array, b: &Array) -> Result<Array> {
+    if a.size() == 0 || b.size() == 0 {
+        bail!(Shape, "kron: both inputs must be non-empty, got shapes {:?} and {:?}", a.shape(), b.shape());
+    }
     let nd = a.ndim().max(b.ndim());
     let pad_to = |s: &[usize]| -> Vec<usize> { std::iter::repeat(1).take(nd - s.len()).chain(s.iter().copied()).collect() };
     let (sa, sb) = (pad_to(a.shape()), pad_to(b.shape()));
