@@ -355,26 +355,26 @@ fn qmv<'a, S: Element + Sync>(
     y: &mut [f32],
 ) {
     // Computed transposed (`[n, m]`: a task owns whole weight rows), then
-    // written out as `[m, n]`.
-    let mut yt = vec![0f32; n * m];
+    // written out as `[m, n]`; for one row of x the two are the same.
+    let mut yt = if m == 1 { Vec::new() } else { vec![0f32; n * m] };
     #[cfg(target_arch = "x86_64")]
     let (avx512, avx2, fused) = (simd::avx512(), simd::avx2(), simd::Fused::new(bits, gs, x, m, k));
     let task = |(t, out): (usize, &mut [f32])| {
         let r0 = t * QMV_ROWS_PER_TASK;
-        let mut buf = vec![0f32; k];
         #[cfg(target_arch = "x86_64")]
-        let (mut sf, mut bf) = (vec![0f32; k / gs.max(1)], vec![0f32; k / gs.max(1)]);
+        if let Some(f) = &fused {
+            let mut scratch = Vec::new();
+            for (j, o) in out.chunks_mut(m).enumerate() {
+                let row = rows(r0 + j);
+                f.row(row.words, row.s, row.b, &mut scratch, o);
+            }
+            return;
+        }
+        let mut buf = vec![0f32; k];
         for (j, o) in out.chunks_mut(m).enumerate() {
             let row = rows(r0 + j);
             #[cfg(target_arch = "x86_64")]
             {
-                if let Some(f) = &fused {
-                    for ((s, b), (rs, rb)) in sf.iter_mut().zip(bf.iter_mut()).zip(row.s.iter().zip(row.b)) {
-                        (*s, *b) = (rs.to_f64() as f32, rb.to_f64() as f32);
-                    }
-                    f.row(row.words, &sf, &bf, o);
-                    continue;
-                }
                 if avx512 {
                     // SAFETY: the CPU has AVX-512F/BW/VL (`simd::avx512`
                     // checked at run time), the features `qmv_row_avx512` is compiled for.
@@ -391,15 +391,18 @@ fn qmv<'a, S: Element + Sync>(
             qmv_row::<false, S>(bits, gs, &row, x, m, &mut buf, o);
         }
     };
-    let chunks = yt.chunks_mut(QMV_ROWS_PER_TASK * m).enumerate();
+    let out: &mut [f32] = if m == 1 { y } else { &mut yt };
+    let chunks = out.chunks_mut(QMV_ROWS_PER_TASK * m).enumerate();
     if n * m * k < PARALLEL_FLOPS || rayon::current_num_threads() == 1 {
         chunks.for_each(task);
     } else {
-        yt.par_chunks_mut(QMV_ROWS_PER_TASK * m).enumerate().for_each(task);
+        out.par_chunks_mut(QMV_ROWS_PER_TASK * m).enumerate().for_each(task);
     }
-    for (r, v) in yt.chunks(m).enumerate() {
-        for (i, &e) in v.iter().enumerate() {
-            y[i * n + r] = e;
+    if m > 1 {
+        for (r, v) in yt.chunks(m).enumerate() {
+            for (i, &e) in v.iter().enumerate() {
+                y[i * n + r] = e;
+            }
         }
     }
 }

@@ -15,6 +15,8 @@
 
 use super::{qmv_row, Row};
 use crate::dtype::Element;
+use half::f16;
+use std::any::TypeId;
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
 
@@ -25,7 +27,7 @@ pub(super) fn avx512() -> bool {
 
 pub(super) fn avx2() -> bool {
     static HAS: OnceLock<bool> = OnceLock::new();
-    *HAS.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
+    *HAS.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c"))
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
@@ -88,53 +90,61 @@ impl Fused {
     }
 
     /// `out[i] = x[i] . (s * q + b)` for the `m` rows of `x` and one weight
-    /// row: codes `words` (`k * bits / 32` words), float32 scales `s` and
-    /// biases `b` (one per group).
-    pub(super) fn row(&self, words: &[u32], s: &[f32], b: &[f32], out: &mut [f32]) {
+    /// row: codes `words` (`k * bits / 32` words), scales `s` and biases `b`
+    /// (one per group). Float16 scales (GGUF's) are read as they are;
+    /// others are first converted into `scratch`.
+    pub(super) fn row<S: Element>(&self, words: &[u32], s: &[S], b: &[S], scratch: &mut Vec<f32>, out: &mut [f32]) {
         let ng = self.groups();
         assert!(
             words.len() * 32 == self.k * self.bits as usize && s.len() == ng && b.len() == ng && out.len() == self.m,
             "fused qmv: a row of the wrong length"
         );
+        let half = TypeId::of::<S>() == TypeId::of::<f16>();
+        let (sp, bp) = if half {
+            (s.as_ptr().cast::<u8>(), b.as_ptr().cast::<u8>())
+        } else {
+            scratch.clear();
+            scratch.extend(s.iter().chain(b).map(|v| v.to_f64() as f32));
+            (scratch.as_ptr().cast::<u8>(), scratch[ng..].as_ptr().cast::<u8>())
+        };
         let codes = words.as_ptr().cast::<u8>();
         let mut i0 = 0;
         while i0 < self.m {
             // Rows of x per kernel call: the largest of 8, 4, 2, 1 left.
             let r = [8, 4, 2, 1].into_iter().find(|&r| r <= self.m - i0).unwrap_or(1);
-            let a = Args { codes, gs: self.gs, ng, s, x: self.xp[i0 * self.k..].as_ptr(), k: self.k };
+            let a = Args { codes, gs: self.gs, ng, s: sp, b: bp, x: self.xp[i0 * self.k..].as_ptr(), xsum: self.xsum[i0 * ng..].as_ptr(), k: self.k };
             let o = &mut out[i0..i0 + r];
             macro_rules! call {
-                ($f:ident) => {
+                ($f:ident, $h:literal) => {
                     // SAFETY: `$f` is compiled for AVX-512F/BW/VL + AVX2 + FMA
-                    // (`dot_avx512`) or AVX2 + FMA (`dot_avx2`), and
-                    // `self.wide` / `Fused::new` checked that the CPU has
-                    // them. Reads: codes `[0, k * bits / 8)` bytes, inside
-                    // `words` (its length asserted above); `x` rows
+                    // + F16C (`dot_avx512`) or AVX2 + FMA + F16C (`dot_avx2`),
+                    // and `self.wide` / `Fused::new` checked that the CPU
+                    // has them. Reads: codes `[0, k * bits / 8)` bytes,
+                    // inside `words` (its length asserted above); `x` rows
                     // `i0..i0 + r` of `xp` (`m * k` floats, `i0 + r <= m`),
-                    // each read at `[0, k)`; `s[g]` for `g < ng`.
+                    // each read at `[0, k)`, and their `ng` sums in `xsum`;
+                    // `ng` scales and biases at `s` / `b`: `f16` when `$h`
+                    // (`S` is `f16`, lengths asserted above), else `f32` in
+                    // `scratch` (`2 * ng` floats).
                     unsafe {
                         match (self.bits, r) {
-                            (4, 8) => $f::<4, 8>(&a, o),
-                            (4, 4) => $f::<4, 4>(&a, o),
-                            (4, 2) => $f::<4, 2>(&a, o),
-                            (4, _) => $f::<4, 1>(&a, o),
-                            (_, 8) => $f::<8, 8>(&a, o),
-                            (_, 4) => $f::<8, 4>(&a, o),
-                            (_, 2) => $f::<8, 2>(&a, o),
-                            (_, _) => $f::<8, 1>(&a, o),
+                            (4, 8) => $f::<4, 8, $h>(&a, o),
+                            (4, 4) => $f::<4, 4, $h>(&a, o),
+                            (4, 2) => $f::<4, 2, $h>(&a, o),
+                            (4, _) => $f::<4, 1, $h>(&a, o),
+                            (_, 8) => $f::<8, 8, $h>(&a, o),
+                            (_, 4) => $f::<8, 4, $h>(&a, o),
+                            (_, 2) => $f::<8, 2, $h>(&a, o),
+                            (_, _) => $f::<8, 1, $h>(&a, o),
                         }
                     }
                 };
             }
-            if self.wide {
-                call!(dot_avx512);
-            } else {
-                call!(dot_avx2);
-            }
-            // The biases' share: `sum_g b[g] * sum(x[i, group g])`.
-            for (i, o) in o.iter_mut().enumerate() {
-                let xs = &self.xsum[(i0 + i) * ng..(i0 + i + 1) * ng];
-                *o += b.iter().zip(xs).map(|(&b, &x)| b * x).sum::<f32>();
+            match (self.wide, half) {
+                (true, true) => call!(dot_avx512, true),
+                (true, false) => call!(dot_avx512, false),
+                (false, true) => call!(dot_avx2, true),
+                (false, false) => call!(dot_avx2, false),
             }
             i0 += r;
         }
@@ -142,27 +152,51 @@ impl Fused {
 }
 
 /// One kernel call's operands (see the `SAFETY` note in [`Fused::row`]).
-struct Args<'a> {
+struct Args {
     codes: *const u8,
     gs: usize,
     ng: usize,
-    s: &'a [f32],
+    /// Scales and biases: `ng` of `f16` or of `f32` (the kernel's `H`).
+    s: *const u8,
+    b: *const u8,
     /// The first of the call's rows of prepared activations, `k` apart.
     x: *const f32,
+    /// Their group sums, `ng` apart.
+    xsum: *const f32,
     k: usize,
 }
 
-/// `out[i] = sum_g s[g] * (q_g . x_i)` over `M` rows of x, 16 lanes wide.
+/// Scale or bias `g` at `p`: `f16` when `H`, else `f32`.
+///
+/// # Safety
+/// `p` holds at least `g + 1` values of that type; the CPU has F16C.
+#[target_feature(enable = "f16c")]
+#[inline]
+unsafe fn load<const H: bool>(p: *const u8, g: usize) -> f32 {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if H {
+            let bits = p.cast::<u16>().add(g).read_unaligned();
+            _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+        } else {
+            p.cast::<f32>().add(g).read_unaligned()
+        }
+    }
+}
+
+/// `out[i] = sum_g s[g] * (q_g . x_i) + b[g] * sum(x_i in g)` over `M`
+/// rows of x, 16 lanes wide.
 /// Codes of a run of 32 are widened into two registers: for 4 bits the low
 /// nibbles of 16 bytes then the high ones (matching `Fused::xp`'s order),
 /// for 8 bits bytes 0..16 then 16..32.
 ///
 /// # Safety
-/// The CPU has AVX-512F/BW/VL, AVX2 and FMA; `a` reads as `Fused::row` says.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-unsafe fn dot_avx512<const B: usize, const M: usize>(a: &Args<'_>, out: &mut [f32]) {
+/// The CPU has AVX-512F/BW/VL, AVX2, FMA and F16C; `a` reads as `Fused::row` says.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn dot_avx512<const B: usize, const M: usize, const H: bool>(a: &Args, out: &mut [f32]) {
     let mask = _mm_set1_epi8(0x0f);
     let mut acc = [_mm512_setzero_ps(); M];
+    let mut bias = [0f32; M];
     for g in 0..a.ng {
         let mut part = [_mm512_setzero_ps(); M];
         for c in (g * a.gs..(g + 1) * a.gs).step_by(RUN) {
@@ -187,13 +221,17 @@ unsafe fn dot_avx512<const B: usize, const M: usize>(a: &Args<'_>, out: &mut [f3
                 *p = _mm512_fmadd_ps(hi, x1, _mm512_fmadd_ps(lo, x0, *p));
             }
         }
-        let s = _mm512_set1_ps(a.s[g]);
-        for (acc, p) in acc.iter_mut().zip(part) {
+        // SAFETY: `g < ng` (caller's contract for `s`, `b`, `xsum`).
+        let (s, b) = unsafe { (load::<H>(a.s, g), load::<H>(a.b, g)) };
+        let s = _mm512_set1_ps(s);
+        for (i, (acc, p)) in acc.iter_mut().zip(part).enumerate() {
             *acc = _mm512_fmadd_ps(p, s, *acc);
+            // SAFETY: as above, row `i < M` of the call's sums.
+            bias[i] += b * unsafe { *a.xsum.add(i * a.ng + g) };
         }
     }
-    for (o, acc) in out.iter_mut().zip(acc) {
-        *o = _mm512_reduce_add_ps(acc);
+    for ((o, acc), bias) in out.iter_mut().zip(acc).zip(bias) {
+        *o = _mm512_reduce_add_ps(acc) + bias;
     }
 }
 
@@ -201,12 +239,13 @@ unsafe fn dot_avx512<const B: usize, const M: usize>(a: &Args<'_>, out: &mut [f3
 /// widened in two steps of 8.
 ///
 /// # Safety
-/// The CPU has AVX2 and FMA; `a` reads as `Fused::row` says.
-#[target_feature(enable = "avx2,fma")]
-unsafe fn dot_avx2<const B: usize, const M: usize>(a: &Args<'_>, out: &mut [f32]) {
+/// The CPU has AVX2, FMA and F16C; `a` reads as `Fused::row` says.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_avx2<const B: usize, const M: usize, const H: bool>(a: &Args, out: &mut [f32]) {
     let mask = _mm_set1_epi8(0x0f);
     let widen = |v: __m128i| (_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(v, v))));
     let mut acc = [_mm256_setzero_ps(); M];
+    let mut bias = [0f32; M];
     for g in 0..a.ng {
         let mut part = [_mm256_setzero_ps(); M];
         for c in (g * a.gs..(g + 1) * a.gs).step_by(RUN) {
@@ -231,15 +270,19 @@ unsafe fn dot_avx2<const B: usize, const M: usize>(a: &Args<'_>, out: &mut [f32]
                 *p = _mm256_add_ps(*p, _mm256_fmadd_ps(q3, x3, _mm256_fmadd_ps(q2, x2, t)));
             }
         }
-        let s = _mm256_set1_ps(a.s[g]);
-        for (acc, p) in acc.iter_mut().zip(part) {
+        // SAFETY: `g < ng` (caller's contract for `s`, `b`, `xsum`).
+        let (s, b) = unsafe { (load::<H>(a.s, g), load::<H>(a.b, g)) };
+        let s = _mm256_set1_ps(s);
+        for (i, (acc, p)) in acc.iter_mut().zip(part).enumerate() {
             *acc = _mm256_fmadd_ps(p, s, *acc);
+            // SAFETY: as above, row `i < M` of the call's sums.
+            bias[i] += b * unsafe { *a.xsum.add(i * a.ng + g) };
         }
     }
-    for (o, acc) in out.iter_mut().zip(acc) {
+    for ((o, acc), bias) in out.iter_mut().zip(acc).zip(bias) {
         let h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps::<1>(acc));
         let h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-        *o = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+        *o = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h))) + bias;
     }
 }
 
@@ -274,18 +317,27 @@ mod tests {
                         let b: Vec<f32> = (0..k / gs).map(|_| (next() % 100) as f32 / 50.0 - 1.0).collect();
                         let mut f = Fused::new(bits, gs, &x, m, k).expect("a fused kernel applies");
                         f.wide = wide;
-                        let mut out = vec![0f32; m];
-                        f.row(&words, &s, &b, &mut out);
                         let code = |j: usize| (words[j * bits as usize / 32] >> (j * bits as usize % 32)) as u64 & ((1 << bits) - 1);
-                        for (i, &got) in out.iter().enumerate() {
-                            let (mut want, mut mag) = (0f64, 0f64);
-                            for j in 0..k {
-                                let w = s[j / gs] as f64 * code(j) as f64 + b[j / gs] as f64;
-                                want += w * x[i * k + j] as f64;
-                                mag += (w * x[i * k + j] as f64).abs();
+                        let check = |out: &[f32], s: &[f32], b: &[f32], what: &str| {
+                            for (i, &got) in out.iter().enumerate() {
+                                let (mut want, mut mag) = (0f64, 0f64);
+                                for j in 0..k {
+                                    let w = s[j / gs] as f64 * code(j) as f64 + b[j / gs] as f64;
+                                    want += w * x[i * k + j] as f64;
+                                    mag += (w * x[i * k + j] as f64).abs();
+                                }
+                                assert!((got as f64 - want).abs() <= 1e-5 * mag + 1e-6, "{what} wide {wide} bits {bits} gs {gs} m {m} row {i}: {got} vs {want}");
                             }
-                            assert!((got as f64 - want).abs() <= 1e-5 * mag + 1e-6, "wide {wide} bits {bits} gs {gs} m {m} row {i}: {got} vs {want}");
-                        }
+                        };
+                        let mut out = vec![0f32; m];
+                        f.row(&words, &s, &b, &mut Vec::new(), &mut out);
+                        check(&out, &s, &b, "f32 scales");
+                        // Float16 scales and biases, read as they are in the kernel.
+                        let sh: Vec<f16> = s.iter().map(|&v| f16::from_f32(v)).collect();
+                        let bh: Vec<f16> = b.iter().map(|&v| f16::from_f32(v)).collect();
+                        f.row(&words, &sh, &bh, &mut Vec::new(), &mut out);
+                        let wide_h = |v: &[f16]| v.iter().map(|h| h.to_f32()).collect::<Vec<f32>>();
+                        check(&out, &wide_h(&sh), &wide_h(&bh), "f16 scales");
                         ran += 1;
                     }
                 }
