@@ -338,8 +338,11 @@ const QMV_ROWS_PER_TASK: usize = 16;
 /// `y[i, r] = x[i] . (s * q + b)[r]` for the `m` rows of `x` (`[m, k]`,
 /// float32) and the `n` weight rows given by `rows`; `y` is `[m, n]`.
 ///
-/// The body is compiled three times: for AVX-512, for AVX2 + FMA, and for
-/// the baseline target; the widest the CPU has is chosen at run time.
+/// On x86-64, 4- and 8-bit codes in groups of a multiple of 32 go through
+/// the fused kernels of [`simd::Fused`] (codes widened in registers, never
+/// stored); other widths decode each row into a buffer and dot it, a body
+/// compiled for AVX-512, for AVX2 + FMA and for the baseline target. The
+/// widest the CPU has is chosen at run time.
 #[allow(clippy::too_many_arguments)]
 fn qmv<'a, S: Element + Sync>(
     bits: u32,
@@ -352,12 +355,21 @@ fn qmv<'a, S: Element + Sync>(
     y: &mut [f32],
 ) {
     // Computed transposed (`[n, m]`: a task owns whole weight rows), then
-    // written out as `[m, n]`.
-    let mut yt = vec![0f32; n * m];
+    // written out as `[m, n]`; for one row of x the two are the same.
+    let mut yt = if m == 1 { Vec::new() } else { vec![0f32; n * m] };
     #[cfg(target_arch = "x86_64")]
-    let (avx512, avx2) = (simd::avx512(), simd::avx2());
+    let (avx512, avx2, fused) = (simd::avx512(), simd::avx2(), simd::Fused::new(bits, gs, x, m, k));
     let task = |(t, out): (usize, &mut [f32])| {
         let r0 = t * QMV_ROWS_PER_TASK;
+        #[cfg(target_arch = "x86_64")]
+        if let Some(f) = &fused {
+            let mut scratch = Vec::new();
+            for (j, o) in out.chunks_mut(m).enumerate() {
+                let row = rows(r0 + j);
+                f.row(row.words, row.s, row.b, &mut scratch, o);
+            }
+            return;
+        }
         let mut buf = vec![0f32; k];
         for (j, o) in out.chunks_mut(m).enumerate() {
             let row = rows(r0 + j);
@@ -379,15 +391,18 @@ fn qmv<'a, S: Element + Sync>(
             qmv_row::<false, S>(bits, gs, &row, x, m, &mut buf, o);
         }
     };
-    let chunks = yt.chunks_mut(QMV_ROWS_PER_TASK * m).enumerate();
+    let out: &mut [f32] = if m == 1 { y } else { &mut yt };
+    let chunks = out.chunks_mut(QMV_ROWS_PER_TASK * m).enumerate();
     if n * m * k < PARALLEL_FLOPS || rayon::current_num_threads() == 1 {
         chunks.for_each(task);
     } else {
-        yt.par_chunks_mut(QMV_ROWS_PER_TASK * m).enumerate().for_each(task);
+        out.par_chunks_mut(QMV_ROWS_PER_TASK * m).enumerate().for_each(task);
     }
-    for (r, v) in yt.chunks(m).enumerate() {
-        for (i, &e) in v.iter().enumerate() {
-            y[i * n + r] = e;
+    if m > 1 {
+        for (r, v) in yt.chunks(m).enumerate() {
+            for (i, &e) in v.iter().enumerate() {
+                y[i * n + r] = e;
+            }
         }
     }
 }
@@ -441,32 +456,5 @@ fn dot<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
-/// [`qmv_row`] compiled for wider vector units, chosen at run time.
 #[cfg(target_arch = "x86_64")]
-mod simd {
-    use super::{qmv_row, Row};
-    use crate::dtype::Element;
-    use std::sync::OnceLock;
-
-    pub(super) fn avx512() -> bool {
-        static HAS: OnceLock<bool> = OnceLock::new();
-        *HAS.get_or_init(|| {
-            is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") && is_x86_feature_detected!("avx512vl") && avx2()
-        })
-    }
-
-    pub(super) fn avx2() -> bool {
-        static HAS: OnceLock<bool> = OnceLock::new();
-        *HAS.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
-    }
-
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-    pub(super) fn qmv_row_avx512<S: Element>(bits: u32, gs: usize, row: &Row<'_, S>, x: &[f32], m: usize, buf: &mut [f32], out: &mut [f32]) {
-        qmv_row::<true, S>(bits, gs, row, x, m, buf, out)
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn qmv_row_avx2<S: Element>(bits: u32, gs: usize, row: &Row<'_, S>, x: &[f32], m: usize, buf: &mut [f32], out: &mut [f32]) {
-        qmv_row::<true, S>(bits, gs, row, x, m, buf, out)
-    }
-}
+mod simd;
