@@ -85,7 +85,7 @@ impl Fused {
     }
 
     /// Groups per row.
-    pub(super) fn groups(&self) -> usize {
+    fn groups(&self) -> usize {
         self.k / self.gs
     }
 
@@ -184,32 +184,44 @@ unsafe fn load<const H: bool>(p: *const u8, g: usize) -> f32 {
     }
 }
 
+/// The 32 codes of the run starting at code `c`, as two registers of 16
+/// bytes: for 4 bits the low nibbles of the run's 16 bytes then the high
+/// ones (matching `Fused::xp`'s order), for 8 bits bytes `0..16` then
+/// `16..32`. SSE2 only, which every x86-64 CPU has.
+///
+/// # Safety
+/// `codes` holds the row's codes and `c + 32` is at most the row's length
+/// in codes (bytes up to `(c + 32) * B / 8` are read).
+#[inline(always)]
+unsafe fn run_codes<const B: usize>(codes: *const u8, c: usize) -> (__m128i, __m128i) {
+    // SAFETY: the caller's contract: bytes `c * B / 8 .. (c + 32) * B / 8`
+    // lie inside the row's codes.
+    unsafe {
+        if B == 4 {
+            let v = _mm_loadu_si128(codes.add(c / 2).cast());
+            let mask = _mm_set1_epi8(0x0f);
+            (_mm_and_si128(v, mask), _mm_and_si128(_mm_srli_epi16::<4>(v), mask))
+        } else {
+            (_mm_loadu_si128(codes.add(c).cast()), _mm_loadu_si128(codes.add(c + 16).cast()))
+        }
+    }
+}
+
 /// `out[i] = sum_g s[g] * (q_g . x_i) + b[g] * sum(x_i in g)` over `M`
 /// rows of x, 16 lanes wide.
-/// Codes of a run of 32 are widened into two registers: for 4 bits the low
-/// nibbles of 16 bytes then the high ones (matching `Fused::xp`'s order),
-/// for 8 bits bytes 0..16 then 16..32.
+/// Each run of 32 codes ([`run_codes`]) is widened into two registers.
 ///
 /// # Safety
 /// The CPU has AVX-512F/BW/VL, AVX2, FMA and F16C; `a` reads as `Fused::row` says.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
 unsafe fn dot_avx512<const B: usize, const M: usize, const H: bool>(a: &Args, out: &mut [f32]) {
-    let mask = _mm_set1_epi8(0x0f);
     let mut acc = [_mm512_setzero_ps(); M];
     let mut bias = [0f32; M];
     for g in 0..a.ng {
         let mut part = [_mm512_setzero_ps(); M];
         for c in (g * a.gs..(g + 1) * a.gs).step_by(RUN) {
-            // SAFETY: byte `c * B / 8 + 16 (or 32)` is at most `k * B / 8`:
-            // inside the row's codes (caller's contract).
-            let (lo, hi) = unsafe {
-                if B == 4 {
-                    let v = _mm_loadu_si128(a.codes.add(c / 2).cast());
-                    (_mm_and_si128(v, mask), _mm_and_si128(_mm_srli_epi16::<4>(v), mask))
-                } else {
-                    (_mm_loadu_si128(a.codes.add(c).cast()), _mm_loadu_si128(a.codes.add(c + 16).cast()))
-                }
-            };
+            // SAFETY: `c` starts a run of the row (`c + 32 <= k`).
+            let (lo, hi) = unsafe { run_codes::<B>(a.codes, c) };
             let lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(lo));
             let hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(hi));
             for (i, p) in part.iter_mut().enumerate() {
@@ -242,7 +254,6 @@ unsafe fn dot_avx512<const B: usize, const M: usize, const H: bool>(a: &Args, ou
 /// The CPU has AVX2, FMA and F16C; `a` reads as `Fused::row` says.
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn dot_avx2<const B: usize, const M: usize, const H: bool>(a: &Args, out: &mut [f32]) {
-    let mask = _mm_set1_epi8(0x0f);
     let widen = |v: __m128i| (_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(v, v))));
     let mut acc = [_mm256_setzero_ps(); M];
     let mut bias = [0f32; M];
@@ -250,14 +261,7 @@ unsafe fn dot_avx2<const B: usize, const M: usize, const H: bool>(a: &Args, out:
         let mut part = [_mm256_setzero_ps(); M];
         for c in (g * a.gs..(g + 1) * a.gs).step_by(RUN) {
             // SAFETY: as in `dot_avx512`.
-            let (lo, hi) = unsafe {
-                if B == 4 {
-                    let v = _mm_loadu_si128(a.codes.add(c / 2).cast());
-                    (_mm_and_si128(v, mask), _mm_and_si128(_mm_srli_epi16::<4>(v), mask))
-                } else {
-                    (_mm_loadu_si128(a.codes.add(c).cast()), _mm_loadu_si128(a.codes.add(c + 16).cast()))
-                }
-            };
+            let (lo, hi) = unsafe { run_codes::<B>(a.codes, c) };
             let (q0, q1) = widen(lo);
             let (q2, q3) = widen(hi);
             for (i, p) in part.iter_mut().enumerate() {
