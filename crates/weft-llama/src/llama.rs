@@ -120,9 +120,7 @@ impl Weight {
 
 /// `a` in `dtype`, copied to the default device and evaluated there.
 fn convert(a: &Array, dtype: Dtype) -> Result<Array> {
-    // `+ 0` in the target type makes a device copy even when the dtype is
-    // unchanged (astype to the same dtype is the input).
-    let b = ops::add(&ops::astype(a, dtype)?, &ops::astype(&Array::scalar(0.0f32), dtype)?)?;
+    let b = ops::copy_as(a, dtype)?;
     b.eval()?;
     Ok(b)
 }

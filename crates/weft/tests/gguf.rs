@@ -5,7 +5,7 @@
 use half::f16;
 use proptest::prelude::*;
 use weft::io::gguf::{GgmlType, Gguf, Value};
-use weft::{Dtype, Error};
+use weft::{Array, Dtype, Error};
 
 /// Builds a GGUF file.
 struct Writer {
@@ -282,16 +282,43 @@ fn every_truncation_is_an_error_or_valid() {
     }
 }
 
-/// Parses and, when that works, dequantizes every tensor: an error or a
-/// result, never a panic.
+/// Parses and, when that works, dequantizes every tensor and reads every
+/// block-quantized one kept quantized: an error or a result, never a panic;
+/// and where both reads work they agree (see [`same_values`]).
 fn parse_and_load(bytes: Vec<u8>) {
     if let Ok(f) = Gguf::parse(bytes, "fuzz") {
         for t in f.tensors().to_vec() {
-            if let Ok(a) = f.tensor(&t.name, Dtype::F32) {
+            let dense = f.tensor(&t.name, Dtype::F32);
+            if let Ok(a) = &dense {
                 assert_eq!(a.size() as u64, t.numel());
+            }
+            if let (Ok(Some(q)), Ok(a)) = (f.quantized(&t.name), &dense) {
+                same_values(&t.name, &q.dequantize(Dtype::F32).unwrap(), a);
             }
         }
     }
+}
+
+/// A quantized tensor kept as affine codes (`Gguf::quantized`) and the same
+/// tensor dequantized directly (`Gguf::tensor`) hold the same values: the
+/// repacking is exact (`d * q` and `d * (q + 128) - 128 * d` are exact in
+/// float32 for a float16 `d`), so finite values are equal bit for bit, and
+/// a non-finite scale gives non-finite values both ways.
+fn same_values(name: &str, quantized: &Array, dense: &Array) {
+    assert_eq!(quantized.shape(), dense.shape(), "{name}");
+    let (q, d) = (quantized.to_vec::<f32>().unwrap(), dense.to_vec::<f32>().unwrap());
+    for (i, (q, d)) in q.iter().zip(&d).enumerate() {
+        assert!(q == d || (!q.is_finite() && !d.is_finite()), "{name}[{i}]: kept quantized {q}, dequantized {d}");
+    }
+}
+
+#[test]
+fn kept_quantized_equals_dequantized() {
+    let f = Gguf::parse(sample(), "sample").unwrap();
+    let q = f.quantized("q8").unwrap().expect("a Q8_0 matrix is kept quantized");
+    same_values("q8", &q.dequantize(Dtype::F32).unwrap(), &f.tensor("q8", Dtype::F32).unwrap());
+    assert!(f.quantized("f32").unwrap().is_none(), "a float tensor is not block quantized");
+    assert!(f.quantized("missing").is_err());
 }
 
 proptest! {

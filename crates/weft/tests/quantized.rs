@@ -320,3 +320,29 @@ fn bad_arguments_are_errors() {
     let b1 = ops::zeros(&[8, 1], Dtype::F32).unwrap();
     assert!(matches!(ops::dequantize(&wq, &s, &b1, 32, 4, None), Err(Error::Shape(_))));
 }
+
+/// `QuantizedMatrix::converted` (how models move their weights to a device
+/// and dtype): a new, evaluated matrix of the same values, made through
+/// `ops::copy_as`, which copies even when the dtype does not change.
+#[test]
+fn converted_matrices_are_evaluated_copies() {
+    let mut rng = Rng::new(11);
+    let w = Array::from_vec(rand_vec(&mut rng, 8 * 64, -1.0, 1.0), &[8, 64]).unwrap();
+    let (wq, s, b) = ops::quantize(&w, 32, 4).unwrap();
+    let q = ops::QuantizedMatrix::new(wq, s, b, 32, 4).unwrap();
+    let before = f64s(&q.dequantize(Dtype::F32).unwrap());
+    for dt in [Dtype::F32, Dtype::F16, Dtype::BF16] {
+        let c = q.converted(dt).unwrap();
+        let after = f64s(&c.dequantize(Dtype::F32).unwrap());
+        let tol = if dt == Dtype::F32 { 0.0 } else { 1e-2 };
+        for (x, y) in before.iter().zip(&after) {
+            assert!((x - y).abs() <= tol * x.abs().max(1.0), "{dt}: {x} vs {y}");
+        }
+    }
+    let a = Array::from_vec(vec![1.0f32, -2.0, 3.5], &[3]).unwrap();
+    let same = ops::copy_as(&a, Dtype::F32).unwrap();
+    assert_ne!(same.id(), a.id(), "a copy in the same dtype is a new array");
+    assert_eq!(same.to_vec::<f32>().unwrap(), vec![1.0, -2.0, 3.5]);
+    let half = ops::copy_as(&a, Dtype::F16).unwrap();
+    assert_eq!((half.dtype(), ops::astype(&half, Dtype::F32).unwrap().to_vec::<f32>().unwrap()), (Dtype::F16, vec![1.0, -2.0, 3.5]));
+}

@@ -41,7 +41,7 @@ pub use softmax::{logsumexp, softmax};
 pub use scan::{cummax, cummin, cumprod, cumsum, logcumsumexp};
 pub use sort::{argpartition, argsort, median, partition, searchsorted, sort, topk};
 pub use shape::{
-    as_strided, atleast_nd, broadcast_arrays, broadcast_to, concatenate, diag, diagonal, expand_dims, flatten, flip, kron, meshgrid, moveaxis, pad, repeat,
+    as_strided, atleast_nd, broadcast_arrays, broadcast_to, concatenate, copy_as, diag, diagonal, expand_dims, flatten, flip, kron, meshgrid, moveaxis, pad, repeat,
     reshape, roll, slice, split, squeeze, stack, swapaxes, tile, trace, transpose, unflatten, unstack, PadMode, SliceArg,
 };
 

@@ -334,9 +334,7 @@ impl QuantizedMatrix {
     /// copied to the default device and evaluated there.
     pub fn converted(&self, dtype: Dtype) -> Result<QuantizedMatrix> {
         let copy = |a: &Array, dt: Dtype| -> Result<Array> {
-            // `+ 0` makes a copy on the default device even when the dtype
-            // is unchanged.
-            let b = super::add(&astype(a, dt)?, &astype(&Array::scalar(0u32), dt)?)?;
+            let b = super::copy_as(a, dt)?;
             b.eval()?;
             Ok(b)
         };

@@ -38,6 +38,17 @@ pub fn reshape(a: &Array, shape: &[isize]) -> Result<Array> {
     Array::from_op(Primitive::Reshape, vec![a.clone()], out, a.dtype())
 }
 
+/// `a` in `dtype` as a new array computed on the default stream (so on its
+/// device, e.g. weights moved to a GPU once): `astype` when the dtype
+/// changes, else a contiguous copy (`astype` to the same dtype is `a`
+/// itself, and a view would keep reading `a`'s buffer).
+pub fn copy_as(a: &Array, dtype: Dtype) -> Result<Array> {
+    if a.dtype() != dtype {
+        return astype(a, dtype);
+    }
+    Array::from_op(Primitive::Copy, vec![a.clone()], a.shape().to_vec(), dtype)
+}
+
 /// Permutes the axes; an empty `perm` reverses them.
 pub fn transpose(a: &Array, perm: &[isize]) -> Result<Array> {
     let perm: Vec<usize> = if perm.is_empty() {
