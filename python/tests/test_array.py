@@ -319,3 +319,21 @@ def test_hashable():
     a = mx.array(1)
     assert hash(a) == hash(a)
     assert a in {a}
+
+
+def test_complex_conversion_finfo_and_weak_int_overflow():
+    assert complex(mx.array(1 + 2j, dtype=mx.complex64)) == 1 + 2j
+    assert complex(mx.array(1.5)) == 1.5 + 0j
+    assert complex(mx.array(3)) == 3 + 0j
+    assert mx.finfo(mx.complex64).dtype == mx.float32 and mx.finfo(mx.complex64).bits == 32
+    y = mx.array(2000000000, dtype=mx.int32)
+    with pytest.raises(ValueError):
+        y + 3000000000
+    with pytest.raises(ValueError):
+        mx.add(y, 3000000000)
+    with pytest.raises(ValueError):
+        mx.array([1], mx.uint8) + 256
+    with pytest.raises(ValueError):
+        mx.array([1], mx.uint32) - (-1)
+    assert (mx.array([1], mx.int64) + 3000000000).tolist() == [3000000001]
+    assert (mx.array([1], mx.uint8) + 255).dtype == mx.uint8

@@ -136,6 +136,11 @@ impl PyArray {
         inplace(slf, other, ops::multiply)
     }
     fn __itruediv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        // True division of integers makes floats: in place, that would change
+        // the array's type (MLX refuses it too).
+        if !slf.get().array().dtype().is_inexact() {
+            return Err(pyo3::exceptions::PyValueError::new_err("in-place division of an integer array: its result is float (use a / b)"));
+        }
         inplace(slf, other, ops::divide)
     }
     fn __ipow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -545,6 +550,12 @@ impl PyArray {
 
     fn __float__(&self, py: Python<'_>) -> PyResult<f64> {
         item(py, &self.array())?.extract()
+    }
+
+    /// `complex(a)` of a one-element array (complex64 keeps its imaginary part).
+    fn __complex__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let v = item(py, &self.array())?;
+        Ok(py.get_type::<pyo3::types::PyComplex>().call1((v,))?.unbind())
     }
 
     fn __int__(&self, py: Python<'_>) -> PyResult<i64> {
