@@ -337,3 +337,12 @@ def test_complex_conversion_finfo_and_weak_int_overflow():
         mx.array([1], mx.uint32) - (-1)
     assert (mx.array([1], mx.int64) + 3000000000).tolist() == [3000000001]
     assert (mx.array([1], mx.uint8) + 255).dtype == mx.uint8
+
+
+def test_scan_and_diagonal_methods_match_the_functions():
+    x = mx.array(np.random.default_rng(1).random((4, 4, 4)).astype(np.float32))
+    for name, args in [("cumprod", (1,)), ("cummax", (1,)), ("cummin", (0,)), ("logcumsumexp", (2,)), ("diagonal", (0, 0, 1))]:
+        assert mx.array_equal(getattr(mx, name)(x, *args), getattr(x, name)(*args)).item(), name
+    m = x[0]
+    assert mx.array_equal(m.diag(1), mx.diag(m, 1)).item()
+    assert x.cumprod(1, reverse=True).shape == (4, 4, 4)

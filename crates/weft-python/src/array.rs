@@ -310,6 +310,30 @@ impl PyArray {
     fn cumsum(&self, axis: Option<isize>, reverse: bool, inclusive: bool, stream: Stream) -> PyResult<PyArray> {
         on_stream(&stream, || ops::cumsum(&self.array(), axis, reverse, inclusive).py().map(PyArray::from))
     }
+    #[pyo3(signature = (axis = None, *, reverse = false, inclusive = true, stream = None))]
+    fn cumprod(&self, axis: Option<isize>, reverse: bool, inclusive: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::cumprod(&self.array(), axis, reverse, inclusive).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (axis = None, *, reverse = false, inclusive = true, stream = None))]
+    fn cummax(&self, axis: Option<isize>, reverse: bool, inclusive: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::cummax(&self.array(), axis, reverse, inclusive).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (axis = None, *, reverse = false, inclusive = true, stream = None))]
+    fn cummin(&self, axis: Option<isize>, reverse: bool, inclusive: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::cummin(&self.array(), axis, reverse, inclusive).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (axis = None, *, reverse = false, inclusive = true, stream = None))]
+    fn logcumsumexp(&self, axis: Option<isize>, reverse: bool, inclusive: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::logcumsumexp(&self.array(), axis, reverse, inclusive).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (k = 0, *, stream = None))]
+    fn diag(&self, k: isize, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::diag(&self.array(), k).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (offset = 0, axis1 = 0, axis2 = 1, stream = None))]
+    fn diagonal(&self, offset: isize, axis1: isize, axis2: isize, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::diagonal(&self.array(), offset, axis1, axis2).py().map(PyArray::from))
+    }
     #[pyo3(signature = (*, stream = None))]
     fn abs(&self, stream: Stream) -> PyResult<PyArray> {
         on_stream(&stream, || ops::abs(&self.array()).py().map(PyArray::from))

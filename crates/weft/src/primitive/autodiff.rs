@@ -734,10 +734,23 @@ impl Primitive {
             Primitive::Scan { op: ReduceOp::Sum, axis, reverse, inclusive } => one(o::cumsum(g, Some(*axis as isize), !reverse, *inclusive)),
             // y_i = prod of the x_j it covers, so dL/dx_k = sum over the y_i
             // covering x_k of g_i y_i / x_k: the opposite scan of g * y,
-            // over x (infinite or NaN where x_k is 0, as for `prod`).
+            // over x, wherever no zero comes at or before k in scan order.
+            // At the first zero z, the product without x_z: the same scan
+            // of g * cumprod(x with x_z := 1). After it every covering
+            // product holds x_z = 0, so the derivative is 0. No division
+            // by zero anywhere.
             Primitive::Scan { op: ReduceOp::Prod, axis, reverse, inclusive } => {
-                let covered = o::cumsum(&o::multiply(g, out)?, Some(*axis as isize), !reverse, *inclusive)?;
-                one(o::divide(&covered, x))
+                let ax = Some(*axis as isize);
+                let c = |v: f64| o::astype(&Array::scalar(v), x.dtype());
+                let is_zero = o::equal(x, &c(0.0)?)?;
+                let seen = o::cumsum(&o::astype(&is_zero, Dtype::I32)?, ax, *reverse, true)?;
+                let none_yet = o::equal(&seen, &Array::scalar(0i32))?;
+                let first = o::logical_and(&is_zero, &o::equal(&seen, &Array::scalar(1i32))?)?;
+                let covered = o::cumsum(&o::multiply(g, out)?, ax, !reverse, *inclusive)?;
+                let before = o::divide(&covered, &o::where_(&is_zero, &c(1.0)?, x)?)?;
+                let without_first = o::cumprod(&o::where_(&first, &c(1.0)?, x)?, ax, *reverse, *inclusive)?;
+                let at_first = o::cumsum(&o::multiply(g, &without_first)?, ax, !reverse, *inclusive)?;
+                one(o::where_(&none_yet, &before, &o::where_(&first, &at_first, &c(0.0)?)?))
             }
             Primitive::Scan { op: op @ (ReduceOp::Max | ReduceOp::Min), axis, reverse, inclusive } => {
                 // Each y_i is the x_k where the running extreme was last
