@@ -220,3 +220,17 @@ def test_rope_with_freqs_and_per_example_offsets():
     for dims in (0, -2, 7, 32):
         with pytest.raises(ValueError):
             mx.fast.rope(mx.array(x), dims, traditional=False, base=1e4, scale=1.0, offset=0)
+
+
+def test_sdpa_fully_masked_rows_average_the_values():
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal((1, 2, n, 8)).astype(np.float32) for n in (3, 5, 5))
+    mask = np.ones((3, 5), dtype=bool)
+    mask[1] = False  # query 1 sees no key
+    out = np.array(mx.fast.scaled_dot_product_attention(mx.array(q), mx.array(k), mx.array(v), scale=1.0, mask=mx.array(mask)))
+    assert not np.isnan(out).any()
+    np.testing.assert_allclose(out[:, :, 1], v.mean(axis=2), atol=1e-5)
+    full = np.array(mx.fast.scaled_dot_product_attention(mx.array(q), mx.array(k), mx.array(v), scale=1.0))
+    np.testing.assert_allclose(out[:, :, [0, 2]], full[:, :, [0, 2]], atol=1e-5)
+    none = mx.fast.scaled_dot_product_attention(mx.array(q), mx.array(k), mx.array(v), scale=1.0, mask=mx.array(False))
+    np.testing.assert_allclose(np.array(none), np.broadcast_to(v.mean(axis=2, keepdims=True), (1, 2, 3, 8)), atol=1e-5)
