@@ -399,19 +399,6 @@ def test_at_without_a_key_is_a_value_error():
     assert a.at[None].add(1).tolist() == [2, 3]
 
 
-def test_indices_outside_int32_are_value_errors():
-    x = mx.array([0, 1, 2])
-    with pytest.raises(ValueError):
-        x[: 2**32]
-    with pytest.raises(ValueError):
-        x[2**32]
-    with pytest.raises(ValueError):
-        x[-(2**40)]
-    assert x[: 2**31 - 1].tolist() == [0, 1, 2]
-    with pytest.raises(IndexError):
-        x[3]
-
-
 def test_inplace_true_division_of_integers_is_a_value_error():
     a = mx.array([1, 2])
     with pytest.raises(ValueError):

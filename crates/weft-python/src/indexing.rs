@@ -44,19 +44,6 @@ impl Index {
     }
 }
 
-/// An int index or slice bound must fit int32 (as MLX: no array has more
-/// elements along an axis), else `ValueError`.
-fn int32_index(i: isize) -> PyResult<isize> {
-    if i32::try_from(i).is_err() {
-        return Err(too_large());
-    }
-    Ok(i)
-}
-
-fn too_large() -> PyErr {
-    PyValueError::new_err("an index or slice bound outside the int32 range")
-}
-
 fn parse(ob: &Bound<'_, PyAny>) -> PyResult<Index> {
     if ob.is_instance_of::<PyNone>() {
         return Ok(Index::NewAxis);
@@ -65,24 +52,14 @@ fn parse(ob: &Bound<'_, PyAny>) -> PyResult<Index> {
         return Ok(Index::Ellipsis);
     }
     if let Ok(s) = ob.cast::<PySlice>() {
-        let get = |name: &str| -> PyResult<Option<isize>> {
-            let v = s.getattr(name)?;
-            let bound: Option<isize> = match v.extract() {
-                Err(_) if v.is_instance_of::<pyo3::types::PyInt>() => return Err(too_large()),
-                r => r?,
-            };
-            bound.map(int32_index).transpose()
-        };
+        let get = |name: &str| -> PyResult<Option<isize>> { s.getattr(name)?.extract() };
         return Ok(Index::Slice(SliceArg::new(get("start")?, get("stop")?, get("step")?.unwrap_or(1))));
     }
     let is_array = ob.is_instance_of::<PyArray>();
     // Python and NumPy integers (anything with `__index__`), not bools.
     if !ob.is_instance_of::<PyBool>() && !is_array {
         if let Ok(i) = ob.extract::<isize>() {
-            return Ok(Index::Int(int32_index(i)?));
-        }
-        if ob.is_instance_of::<pyo3::types::PyInt>() {
-            return Err(too_large());
+            return Ok(Index::Int(i));
         }
     }
     let sequence = ob.is_instance_of::<PyList>() || ob.is_instance_of::<PyTuple>();

@@ -675,8 +675,10 @@ fn signature(py: Python<'_>, t: &Tree, leaves: &mut std::slice::Iter<'_, Array>,
 
 static COMPILE_ENABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
-/// What `compile` returns: the function, traced once per signature of its
-/// arguments (shapes, dtypes, structure, other values) and replayed.
+// What `compile` returns: the function, traced once per signature of its
+// arguments (shapes, dtypes, structure, other values) and replayed. No `///`
+// docstring on purpose: a class docstring would shadow the `__doc__` getter
+// below, which gives the compiled function's own docstring (as MLX).
 #[pyclass(module = "weft.core", frozen)]
 struct CompiledFunction {
     fun: Py<PyAny>,

@@ -33,7 +33,7 @@ pub fn arange(start: f64, stop: f64, step: f64, dtype: Dtype) -> Result<Array> {
     let n = ((stop - start) / step).ceil().max(0.0);
     // An infinite step (as NumPy and MLX): `start` alone when it lies
     // before `stop` in the step's direction, else nothing.
-    let (n, step) = if step.is_infinite() { (n.min(1.0), 1.0) } else { (n, step) };
+    let (n, step) = if step.is_infinite() { (if (stop - start) * step.signum() > 0.0 { 1.0 } else { 0.0 }, 1.0) } else { (n, step) };
     if n > i32::MAX as f64 {
         bail!(InvalidArgument, "arange: {n} elements is more than the maximum array size {}", i32::MAX);
     }

@@ -197,26 +197,6 @@ one_d_transforms! {
     irfft: real true, inverse true;
 }
 
-/// The sample frequencies of an `n`-point transform with spacing `d`
-/// (`[0, 1, ..., -1] / (d * n)`), float32.
-pub fn fftfreq(n: usize, d: f64) -> Result<Array> {
-    if n == 0 || d == 0.0 {
-        bail!(InvalidArgument, "fftfreq: needs n > 0 and d != 0, got n = {n}, d = {d}");
-    }
-    let half = n.div_ceil(2) as i64;
-    let v: Vec<f32> = (0..n as i64).map(|i| (if i < half { i } else { i - n as i64 }) as f64 / (d * n as f64)).map(|x| x as f32).collect();
-    Array::from_vec(v, &[n])
-}
-
-/// The sample frequencies of an `n`-point `rfft` (`[0, ..., n / 2] / (d * n)`), float32.
-pub fn rfftfreq(n: usize, d: f64) -> Result<Array> {
-    if n == 0 || d == 0.0 {
-        bail!(InvalidArgument, "rfftfreq: needs n > 0 and d != 0, got n = {n}, d = {d}");
-    }
-    let v: Vec<f32> = (0..=n / 2).map(|i| (i as f64 / (d * n as f64)) as f32).collect();
-    Array::from_vec(v, &[n / 2 + 1])
-}
-
 fn shift(a: &Array, axes: Option<&[isize]>, inverse: bool) -> Result<Array> {
     let axes: Vec<isize> = match axes {
         Some(ax) => ax.to_vec(),
