@@ -250,3 +250,13 @@ def test_complex_normal():
     assert mx.random.normal((2, 3), dtype=mx.complex64).shape == (2, 3)
     with pytest.raises(ValueError):
         mx.random.normal((2,), dtype=mx.complex64, loc=mx.zeros((3,)))
+
+
+def test_prod_vjp_is_the_product_of_the_others():
+    p = mx.array(rand_complex((2, 20)))
+    c = mx.array(rand_complex((20,)))
+    _, (g,) = mx.vjp(lambda x: x.prod(axis=0), [p], [c])
+    assert mx.array_equal(g, mx.stack([mx.conj(p[1]) * c, mx.conj(p[0]) * c])).item()
+    # Zeros: the derivative is the product of the others, not 0/0.
+    g = mx.grad(lambda x: mx.prod(x))(mx.array([2.0, 0.0, 3.0]))
+    assert g.tolist() == [0.0, 6.0, 0.0]

@@ -514,3 +514,30 @@ fn cumprod_vjp_with_zeros_matches_the_product_rule() {
         }
     }
 }
+
+/// prod's vjp is the product of the other elements (no division): exact
+/// where inputs are zero (one zero, two zeros), over one axis and two.
+#[test]
+fn prod_vjp_with_zeros_is_the_product_of_the_others() {
+    let x = [2.0, 0.0, 3.0, -1.5, 0.5, 4.0, 0.0, 0.0, 1.5, 2.0, -2.0, 0.25];
+    let a = arr(&x, &[2, 3, 2]);
+    for axes in [vec![1usize], vec![0, 2], vec![0, 1, 2]] {
+        let ax: Vec<isize> = axes.iter().map(|&v| v as isize).collect();
+        let out_shape: Vec<usize> = [2, 3, 2].iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
+        let g: Vec<f64> = (0..out_shape.iter().product::<usize>()).map(|i| 0.5 + i as f64).collect();
+        let (_, grads) = transforms::vjp(|v| Ok(vec![ops::prod(&v[0], ax.clone(), true)?]), &[a.clone()], &[arr(&g, &out_shape)]).unwrap();
+        let idx = |i: usize| [i / 6, (i / 2) % 3, i % 2];
+        let out_index = |c: [usize; 3]| {
+            let c: Vec<usize> = (0..3).map(|d| if axes.contains(&d) { 0 } else { c[d] }).collect();
+            (c[0] * out_shape[1] + c[1]) * out_shape[2] + c[2]
+        };
+        let want: Vec<f64> = (0..12)
+            .map(|k| {
+                let ck = idx(k);
+                let others: f64 = (0..12).filter(|&j| j != k && out_index(idx(j)) == out_index(ck)).map(|j| x[j]).product();
+                g[out_index(ck)] * others
+            })
+            .collect();
+        close(&format!("prod over {axes:?}"), &read(&grads[0]), &want, 1e-12);
+    }
+}

@@ -636,9 +636,26 @@ impl Primitive {
             Primitive::Complex(op) => one(complex_vjp(*op, x, g)),
             Primitive::Fft { axes, inverse, real } => one(fft_vjp(axes, *inverse, *real, x, g)),
             Primitive::Reduce { op: ReduceOp::Sum, .. } => one(o::broadcast_to(g, x.shape())),
-            // d prod / dx_i = prod / x_i (infinite or NaN where x_i is 0, as
-            // the quotient rule gives; MLX's rule for zeros is not kept).
-            Primitive::Reduce { op: ReduceOp::Prod, .. } => one(o::multiply(g, &o::divide(out, x)?)),
+            // d prod / dx_k = the product of the other elements: with the
+            // reduced axes moved last and flattened, an exclusive cumprod
+            // from each side, multiplied. No division, so zeros are exact.
+            Primitive::Reduce { op: ReduceOp::Prod, axes } => {
+                let nd = x.ndim();
+                let perm: Vec<usize> = (0..nd).filter(|a| !axes.contains(a)).chain(axes.iter().copied()).collect();
+                let mut inverse = vec![0isize; nd];
+                for (i, &p) in perm.iter().enumerate() {
+                    inverse[p] = i as isize;
+                }
+                let xt = o::transpose(x, &perm.iter().map(|&p| p as isize).collect::<Vec<_>>())?;
+                let kept = nd - axes.len();
+                let mut flat = dims(&xt.shape()[..kept]);
+                flat.push(-1);
+                let f = o::reshape(&xt, &flat)?;
+                let before = o::cumprod(&f, Some(-1), false, false)?;
+                let after = o::cumprod(&f, Some(-1), true, false)?;
+                let others = o::reshape(&o::multiply(&before, &after)?, &dims(xt.shape()))?;
+                one(o::multiply(g, &o::transpose(&others, &inverse)?))
+            }
             Primitive::Reduce { op: ReduceOp::Max | ReduceOp::Min, axes } => {
                 // Split evenly between the elements equal to the extreme.
                 let hit = o::astype(&o::equal(x, out)?, g.dtype())?;
