@@ -319,3 +319,30 @@ def test_hashable():
     a = mx.array(1)
     assert hash(a) == hash(a)
     assert a in {a}
+
+
+def test_complex_conversion_finfo_and_weak_int_overflow():
+    assert complex(mx.array(1 + 2j, dtype=mx.complex64)) == 1 + 2j
+    assert complex(mx.array(1.5)) == 1.5 + 0j
+    assert complex(mx.array(3)) == 3 + 0j
+    assert mx.finfo(mx.complex64).dtype == mx.float32 and mx.finfo(mx.complex64).bits == 32
+    y = mx.array(2000000000, dtype=mx.int32)
+    with pytest.raises(ValueError):
+        y + 3000000000
+    with pytest.raises(ValueError):
+        mx.add(y, 3000000000)
+    with pytest.raises(ValueError):
+        mx.array([1], mx.uint8) + 256
+    with pytest.raises(ValueError):
+        mx.array([1], mx.uint32) - (-1)
+    assert (mx.array([1], mx.int64) + 3000000000).tolist() == [3000000001]
+    assert (mx.array([1], mx.uint8) + 255).dtype == mx.uint8
+
+
+def test_scan_and_diagonal_methods_match_the_functions():
+    x = mx.array(np.random.default_rng(1).random((4, 4, 4)).astype(np.float32))
+    for name, args in [("cumprod", (1,)), ("cummax", (1,)), ("cummin", (0,)), ("logcumsumexp", (2,)), ("diagonal", (0, 0, 1))]:
+        assert mx.array_equal(getattr(mx, name)(x, *args), getattr(x, name)(*args)).item(), name
+    m = x[0]
+    assert mx.array_equal(m.diag(1), mx.diag(m, 1)).item()
+    assert x.cumprod(1, reverse=True).shape == (4, 4, 4)

@@ -156,8 +156,7 @@ def test_matmul_matches_numpy():
     [
         lambda a: mx.maximum(a, a),
         lambda a: a < a,
-        lambda a: mx.sort(a),
-        lambda a: mx.max(a),
+        lambda a: mx.cummax(a),
         lambda a: mx.floor(a),
         lambda a: mx.argmax(a),
     ],
@@ -199,3 +198,65 @@ def test_npy_round_trip(tmp_path):
     y = mx.load(str(tmp_path / "n.npy"))
     assert y.dtype == mx.complex64
     np.testing.assert_array_equal(np.array(y), x)
+
+
+def test_ordering_sort_and_extremes_are_lexicographic():
+    # MLX orders complex numbers by real part, then imaginary part (NumPy's
+    # order too), NaN parts last.
+    x = np.array([[2 + 1j, 1 + 5j, 2 - 1j, 1 + 0j], [0 + 0j, 0 - 2j, 3 + 3j, 0 + 2j]], dtype=np.complex64)
+    a = mx.array(x)
+    np.testing.assert_array_equal(np.array(mx.sort(a, axis=-1)), np.sort(x, axis=-1))
+    np.testing.assert_array_equal(np.array(mx.sort(a, axis=0)), np.sort(x, axis=0))
+    np.testing.assert_array_equal(np.take_along_axis(x, np.array(mx.argsort(a)), -1), np.sort(x, axis=-1))
+    for axis in (0, 1, None):
+        np.testing.assert_array_equal(np.array(mx.max(a, axis=axis)), np.max(x, axis=axis))
+        np.testing.assert_array_equal(np.array(mx.min(a, axis=axis)), np.min(x, axis=axis))
+    n = np.array([3 + 1j, complex(np.nan, 2), 2 + 1j, 0 + 1j], dtype=np.complex64)
+    got = np.array(mx.sort(mx.array(n)))
+    np.testing.assert_array_equal(got[:3], [0 + 1j, 2 + 1j, 3 + 1j])
+    assert np.isnan(got[3])
+    assert mx.isnan(mx.max(mx.array(n))).item() and mx.isnan(mx.min(mx.array(n))).item()
+
+
+def test_predicates_allclose_and_moments():
+    inf, nan = float("inf"), float("nan")
+    z = [complex(0, inf), complex(-inf, 0), complex(nan, 1), complex(3, 4)]
+    x = np.array(z, dtype=np.complex64)
+    a = mx.array(x)
+    assert mx.isinf(a).tolist() == np.isinf(x).tolist()
+    assert mx.isnan(a).tolist() == np.isnan(x).tolist()
+    assert mx.isfinite(a).tolist() == np.isfinite(x).tolist()
+    assert mx.isneginf(mx.array([0.0, -inf]).astype(mx.complex64)).tolist() == [False, True]
+    assert mx.allclose(mx.array([1 + 1j]), mx.array([1 + 1.0001j])).item() is False
+    assert mx.allclose(mx.array([1 + 1j]), mx.array([1 + 1.000001j])).item() is True
+    assert mx.array_equal(a, a, equal_nan=True).item()
+    y = rand_complex((5, 3))
+    for f in ("var", "std"):
+        out = getattr(mx, f)(mx.array(y), axis=0)
+        assert out.dtype == mx.float32
+        check(out, getattr(np, f)(y, axis=0), tol=1e-5)
+    check(mx.sign(mx.array([3 - 4j, 0j])), [0.6 - 0.8j, 0j])
+    assert mx.round(mx.array([22.2 + 3.6j, 18.5 + 98.2j])).tolist() == [22 + 4j, 18 + 98j]
+
+
+def test_complex_normal():
+    k = mx.random.key(2)
+    z = mx.random.normal((20000,), dtype=mx.complex64, key=k)
+    assert z.dtype == mx.complex64 and z.shape == (20000,)
+    v = np.array(z)
+    assert abs(v.real.var() - 0.5) < 0.03 and abs(v.imag.var() - 0.5) < 0.03
+    w = np.array(mx.random.normal((20000,), dtype=mx.complex64, loc=3 + 1j, scale=2.0, key=k))
+    np.testing.assert_allclose(w, 2 * v + (3 + 1j), rtol=1e-5, atol=1e-5)
+    assert mx.random.normal((2, 3), dtype=mx.complex64).shape == (2, 3)
+    with pytest.raises(ValueError):
+        mx.random.normal((2,), dtype=mx.complex64, loc=mx.zeros((3,)))
+
+
+def test_prod_vjp_is_the_product_of_the_others():
+    p = mx.array(rand_complex((2, 20)))
+    c = mx.array(rand_complex((20,)))
+    _, (g,) = mx.vjp(lambda x: x.prod(axis=0), [p], [c])
+    assert mx.array_equal(g, mx.stack([mx.conj(p[1]) * c, mx.conj(p[0]) * c])).item()
+    # Zeros: the derivative is the product of the others, not 0/0.
+    g = mx.grad(lambda x: mx.prod(x))(mx.array([2.0, 0.0, 3.0]))
+    assert g.tolist() == [0.0, 6.0, 0.0]

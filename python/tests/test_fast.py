@@ -112,8 +112,8 @@ def test_rope_errors():
         mx.fast.rope(x, 7, traditional=False, base=10000.0, scale=1.0, offset=0)
     with pytest.raises(ValueError):
         mx.fast.rope(x, 8, traditional=False, base=None, scale=1.0, offset=0)
-    with pytest.raises(NotImplementedError):
-        mx.fast.rope(x, 8, traditional=False, base=None, scale=1.0, offset=0, freqs=mx.ones((4,)))
+    with pytest.raises(ValueError):  # base and freqs both given
+        mx.fast.rope(x, 8, traditional=False, base=1e4, scale=1.0, offset=0, freqs=mx.ones((4,)))
     with pytest.raises(TypeError):
         mx.fast.rope(x, 8)  # the keyword arguments are required, as in mlx.core
 
@@ -184,3 +184,53 @@ def test_sdpa_errors():
         mx.fast.scaled_dot_product_attention(q, q, q, scale=1.0, mask=mx.zeros((4, 4), dtype=mx.int32))
     with pytest.raises(TypeError):
         mx.fast.scaled_dot_product_attention(q, q, q)  # scale is required
+
+
+def _rope_np(x, dims, traditional, inv, positions):
+    theta = positions[..., None] * inv
+    c, s = np.cos(theta), np.sin(theta)
+    out = x.copy()
+    if traditional:
+        x1, x2 = x[..., 0:dims:2], x[..., 1:dims:2]
+        out[..., 0:dims:2], out[..., 1:dims:2] = x1 * c - x2 * s, x1 * s + x2 * c
+    else:
+        h = dims // 2
+        x1, x2 = x[..., :h], x[..., h:dims]
+        out[..., :h], out[..., h:dims] = x1 * c - x2 * s, x1 * s + x2 * c
+    return out
+
+
+def test_rope_with_freqs_and_per_example_offsets():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 2, 5, 16)).astype(np.float32)
+    freqs = rng.uniform(1, 50, 6).astype(np.float32)
+    for traditional in (False, True):
+        out = mx.fast.rope(mx.array(x), 12, traditional=traditional, base=None, scale=1.0, offset=2, freqs=mx.array(freqs))
+        want = _rope_np(x, 12, traditional, 1 / freqs, np.arange(5, dtype=np.float32) + 2)
+        np.testing.assert_allclose(np.array(out), want, atol=1e-5)
+        offs = np.array([0, 4, 9])
+        out = mx.fast.rope(mx.array(x), 16, traditional=traditional, base=1e4, scale=1.0, offset=mx.array(offs))
+        inv = 1e4 ** (-np.arange(8) / 8)
+        want = _rope_np(x, 16, traditional, inv, (offs[:, None, None] + np.arange(5))[..., :])
+        np.testing.assert_allclose(np.array(out), want, atol=1e-4)
+    with pytest.raises(ValueError):
+        mx.fast.rope(mx.array(x), 16, traditional=False, base=None, scale=1.0, offset=0, freqs=mx.ones((7,)))
+    with pytest.raises(ValueError):
+        mx.fast.rope(mx.array(x), 16, traditional=False, base=1e4, scale=1.0, offset=mx.array([1, 2]))
+    for dims in (0, -2, 7, 32):
+        with pytest.raises(ValueError):
+            mx.fast.rope(mx.array(x), dims, traditional=False, base=1e4, scale=1.0, offset=0)
+
+
+def test_sdpa_fully_masked_rows_average_the_values():
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal((1, 2, n, 8)).astype(np.float32) for n in (3, 5, 5))
+    mask = np.ones((3, 5), dtype=bool)
+    mask[1] = False  # query 1 sees no key
+    out = np.array(mx.fast.scaled_dot_product_attention(mx.array(q), mx.array(k), mx.array(v), scale=1.0, mask=mx.array(mask)))
+    assert not np.isnan(out).any()
+    np.testing.assert_allclose(out[:, :, 1], v.mean(axis=2), atol=1e-5)
+    full = np.array(mx.fast.scaled_dot_product_attention(mx.array(q), mx.array(k), mx.array(v), scale=1.0))
+    np.testing.assert_allclose(out[:, :, [0, 2]], full[:, :, [0, 2]], atol=1e-5)
+    none = mx.fast.scaled_dot_product_attention(mx.array(q), mx.array(k), mx.array(v), scale=1.0, mask=mx.array(False))
+    np.testing.assert_allclose(np.array(none), np.broadcast_to(v.mean(axis=2, keepdims=True), (1, 2, 3, 8)), atol=1e-5)

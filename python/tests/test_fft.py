@@ -225,3 +225,16 @@ def test_jvp_and_vmap():
     b = rand_complex((3, 4, 5))
     check(mx.vmap(lambda a: mx.fft.fft2(a))(mx.array(b)), np.fft.fft2(b))
     check(mx.vmap(lambda a: mx.fft.rfft(a), in_axes=1)(mx.array(b.real)), np.moveaxis(np.fft.rfft(b.real, axis=-1), 1, 0))
+
+
+def test_fftfreq_and_rfftfreq_match_numpy():
+    for n, d in [(1, 1.0), (4, 0.5), (5, 0.25), (8, -0.5), (7, 3.0)]:
+        out = mx.fft.fftfreq(n, d=d)
+        assert out.dtype == mx.float32
+        np.testing.assert_array_equal(np.array(out), np.fft.fftfreq(n, d=d).astype(np.float32))
+        np.testing.assert_array_equal(np.array(mx.fft.rfftfreq(n, d)), np.fft.rfftfreq(n, d=d).astype(np.float32))
+    for bad in [(0,), (-1,), (4, 0.0)]:
+        with pytest.raises(ValueError):
+            mx.fft.fftfreq(*bad)
+        with pytest.raises(ValueError):
+            mx.fft.rfftfreq(*bad)

@@ -387,3 +387,22 @@ def test_scatter_gradients_and_out_of_range():
     bad = x.at[mx.array([7])].add(1.0)
     with pytest.raises(Exception, match="out of bounds"):
         bad.tolist()
+
+
+def test_at_without_a_key_is_a_value_error():
+    a = mx.array([1, 2])
+    for name in ("add", "subtract", "multiply", "divide", "maximum", "minimum"):
+        with pytest.raises(ValueError):
+            getattr(a.at, name)(1)
+    with pytest.raises(AttributeError):
+        a.at.nothing
+    assert a.at[None].add(1).tolist() == [2, 3]
+
+
+def test_inplace_true_division_of_integers_is_a_value_error():
+    a = mx.array([1, 2])
+    with pytest.raises(ValueError):
+        a /= 1
+    assert a.dtype == mx.int32 and a.tolist() == [1, 2]
+    a //= 2
+    assert a.tolist() == [0, 1]

@@ -258,3 +258,23 @@ def test_gguf_metadata(tmp_path):
             f.write(bad)
         with pytest.raises(ValueError, match="GGUF"):
             mx.load(path)
+
+
+def test_export_to_dot_shows_pending_primitives_and_names():
+    import io
+
+    a, b = mx.array(1.0), mx.array(2.0)
+    c = mx.exp(a) + b
+    buf = io.StringIO()
+    mx.export_to_dot(buf, c)
+    text = buf.getvalue()
+    assert text.startswith("digraph {") and "exp" in text and "Add" in text
+    buf = io.StringIO()
+    mx.export_to_dot(buf, *mx.divmod(a, b), named=c)
+    assert "named" in buf.getvalue()
+    mx.eval(c)
+    buf = io.StringIO()
+    mx.export_to_dot(buf, c)  # evaluated: a leaf, no primitive
+    assert "exp" not in buf.getvalue() and "->" not in buf.getvalue()
+    with pytest.raises(TypeError):
+        mx.export_to_dot(buf, 3)

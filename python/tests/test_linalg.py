@@ -201,3 +201,19 @@ def test_diag_and_diagonal_match_numpy():
     check(mx.diagonal(mx.array(x), 1, 0, 2), np.diagonal(x, 1, 0, 2))
     check(mx.diag(mx.array(x[0]), k=-1), np.diag(x[0], k=-1))
     check(mx.diag(mx.array(x[0, 0]), 2), np.diag(x[0, 0], 2))
+
+
+def test_norms_of_complex_are_norms_of_the_moduli():
+    rng = np.random.default_rng(4)
+    x = (rng.random((2, 3, 3)) + 1j * rng.random((2, 3, 3))).astype(np.complex64)
+    a = mx.array(x)
+    out = mx.linalg.norm(a)
+    assert out.dtype == mx.float32
+    np.testing.assert_allclose(np.array(out), np.linalg.norm(x), rtol=1e-5)
+    for axis in [(0,), (2,), (0, 1), (1, 2)]:
+        np.testing.assert_allclose(np.array(mx.linalg.norm(a, axis=axis)), np.linalg.norm(x, axis=axis), rtol=1e-5)
+    for ord in ["fro", 1, float("inf")]:
+        np.testing.assert_allclose(np.array(mx.linalg.norm(a[0], ord=ord)), np.linalg.norm(x[0], ord=ord), rtol=1e-5)
+    np.testing.assert_allclose(np.array(mx.linalg.norm(a[0, 0], ord=3)), np.linalg.norm(x[0, 0], ord=3), rtol=1e-5)
+    with pytest.raises(ValueError):
+        mx.linalg.norm(a[0], ord=2)

@@ -343,3 +343,69 @@ def test_isclose_infinities_hadamard_scalar_kron_empty():
     assert mx.hadamard_transform(mx.array(5.0), scale=0.2).item() == 1.0
     with pytest.raises(ValueError):
         mx.kron(mx.array([]), mx.array([1, 2]))
+
+
+def test_arange_keyword_forms_and_infinite_steps():
+    assert mx.arange(stop=3).tolist() == [0, 1, 2]
+    assert mx.arange(-3, step=-1).tolist() == [0, -1, -2]
+    assert mx.arange(-3, None, -1).tolist() == [0, -1, -2]
+    assert mx.arange(stop=2, step=0.5).tolist() == [0, 0.5, 1.0, 1.5]
+    with pytest.raises(TypeError):
+        mx.arange()
+    # An infinite step gives the start alone, or nothing.
+    assert mx.arange(0, 10, float("inf")).tolist() == [0]
+    assert mx.arange(0, -10, float("-inf")).tolist() == [0]
+    assert mx.arange(10, 0, float("inf")).tolist() == []
+    for bad in [(0, 2, float("nan")), (float("inf"), 1, 5), (0, float("inf"), float("inf"))]:
+        with pytest.raises(ValueError):
+            mx.arange(*bad)
+
+
+def test_linspace_endpoint_is_the_fourth_positional_argument():
+    np.testing.assert_allclose(np.array(mx.linspace(0, 10, 5, False)), np.linspace(0, 10, 5, False), rtol=1e-6)
+    d = mx.linspace(0, 10, 5, False, mx.int64)
+    assert d.dtype == mx.int64 and d.tolist() == [0, 2, 4, 6, 8]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "symmetric"])
+def test_pad_mirroring_modes_match_numpy(mode):
+    rng = np.random.default_rng(0)
+    for shape, pw in [((8,), [(2, 3)]), ((4,), [(10, 7)]), ((1,), [(3, 2)]), ((2,), [(5, 6)]), ((5, 6), [(9, 9), (11, 0)])]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        out = mx.pad(mx.array(x), pw, mode=mode)
+        np.testing.assert_array_equal(np.array(out), np.pad(x, pw, mode=mode))
+    with pytest.raises(ValueError):
+        mx.pad(mx.array([]), 2, mode=mode)
+    assert mx.pad(mx.zeros((0, 3)), [(0, 0), (2, 1)], mode=mode).shape == (0, 6)
+
+
+def test_pad_width_forms():
+    a = mx.zeros((1, 1, 1))
+    for pw, n in [(1, 3), ((1,), 3), ([1], 3), ((1, 2), 4), ([(1, 2)], 4), (((1, 2),), 4)]:
+        assert mx.pad(a, pw).shape == (n, n, n)
+    with pytest.raises(ValueError):
+        mx.pad(a, (1, 2, 3))
+    with pytest.raises(ValueError):
+        mx.pad(a, 1, mode="wrap")
+
+
+def test_depends_returns_the_inputs_in_their_form():
+    a = mx.array([1.0, 2.0, 3.0])
+    b, c = mx.exp(a), mx.log(a)
+    out = mx.depends([b], [c])
+    assert isinstance(out, list) and mx.array_equal(out[0], b).item()
+    single = mx.depends(b, c)
+    assert isinstance(single, mx.array) and mx.array_equal(single, b).item()
+
+
+def test_empty_put_along_axis_and_negative_integer_powers():
+    a = mx.array([], mx.float32)
+    assert mx.put_along_axis(a, a, a, axis=None).size == 0
+    with pytest.raises(ValueError):
+        mx.put_along_axis(mx.zeros((3,)), mx.array([0.0]), mx.array(1.0), axis=0)
+    for dtype in [mx.int8, mx.int16, mx.int32, mx.int64]:
+        x = mx.power(mx.array([2, -2, 1], dtype), mx.array([-1, -3, -9], dtype))
+        assert x.tolist() == [0, 0, 0]
+    assert mx.inner(mx.array([]), mx.array([])).item() == 0.0
+    z = mx.vecdot(mx.array([1 + 2j, 3 + 4j]), mx.array([5 + 6j, 7 + 8j]))
+    assert z.item() == np.vdot([1 + 2j, 3 + 4j], [5 + 6j, 7 + 8j])

@@ -210,3 +210,40 @@ def test_default_seed_differs_between_processes():
     code = "import weft.core as mx; print(mx.random.normal((4,)).tolist())"
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout for _ in range(2)}
     assert len(runs) == 2
+
+
+def test_state_is_the_threads_key_and_compiles_as_implicit_state():
+    assert len(mx.random.state) == 1
+    saved = mx.random.state[0]
+    a = mx.random.uniform(shape=(4,))
+    mx.random.state[0] = saved
+    assert mx.random.uniform(shape=(4,)).tolist() == a.tolist()
+    with pytest.raises(IndexError):
+        mx.random.state[1]
+    with pytest.raises(ValueError):
+        mx.random.state[0] = mx.array([1, 2, 3], dtype=mx.uint32)
+
+    f = mx.compile(lambda: mx.random.uniform(shape=(8,)), inputs=mx.random.state, outputs=mx.random.state)
+    assert f().tolist() != f().tolist()  # the state advances between calls
+    mx.random.seed(3)
+    c = f()
+    mx.random.seed(3)
+    assert f().tolist() == c.tolist()
+
+
+def test_scaled_samples_are_exact_in_narrow_dtypes():
+    k = mx.random.key(9)
+    for sampler in (mx.random.normal, mx.random.laplace):
+        a = sampler(shape=(64,), loc=1.0, scale=2.0, dtype=mx.float16, key=k)
+        b = 2.0 * sampler(shape=(64,), dtype=mx.float16, key=k) + 1.0
+        assert a.dtype == mx.float16 and a.tolist() == b.tolist()
+
+
+def test_bernoulli_needs_float_probabilities_and_truncated_bounds():
+    with pytest.raises(ValueError):
+        mx.random.bernoulli(0, [2])
+    with pytest.raises(ValueError):
+        mx.random.bernoulli(mx.array([0, 1]))
+    assert mx.random.bernoulli(0.0, [3]).tolist() == [False] * 3
+    # Bounds in the wrong order give the lower bound, as MLX.
+    assert mx.all(mx.random.truncated_normal(2.0, -2.0, (5,)) == 2.0).item()

@@ -164,3 +164,26 @@ def test_failure_raises_memory_error_on_every_reader():
 def test_memory_limit_returns_previous():
     old = mx.set_memory_limit(1 << 40)
     assert mx.set_memory_limit(old) == 1 << 40
+
+
+def test_synchronize_returns_after_released_results_are_freed():
+    # No sleep: the queue lets go of a task's result before it counts the
+    # task done, so memory is back to where it was once synchronize returns.
+    for _ in range(50):
+        mx.synchronize()
+        base = mx.get_active_memory()
+        a = mx.zeros((128, 128))
+        mx.eval(a)
+        del a
+        b = mx.arange(1000) * 2
+        mx.eval(b)
+        del b
+        mx.synchronize()
+        assert mx.get_active_memory() == base
+
+
+def test_cache_limit_round_trips():
+    old = mx.set_cache_limit(0)
+    assert mx.get_cache_memory() == 0
+    assert mx.set_cache_limit(old) == 0
+    assert mx.set_cache_limit(old) == old

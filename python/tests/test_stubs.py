@@ -79,7 +79,7 @@ def test_every_public_name_has_a_stub():
     for sub in SUBMODULES:
         sub_top, _ = stub_defs(parse(sub))
         public = {n for n in dir(getattr(mx, sub)) if not n.startswith("_")}
-        stubbed = {n for n, node in sub_top.items() if isinstance(node, ast.FunctionDef)}
+        stubbed = {n for n, node in sub_top.items() if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AnnAssign))}
         assert stubbed == public, sub
 
 

@@ -222,3 +222,33 @@ def test_vmap_takes_a_dict_in_axes_for_one_argument_and_a_one_entry_out_axes():
     a, b = mx.ones((3, 4, 2)), mx.ones((2, 5))
     out = mx.vmap(mx.matmul, in_axes=(1, None), out_axes=(1,))(a, b)
     assert out.shape == (3, 4, 5)
+
+
+def test_compile_refuses_non_constant_arguments_and_keeps_the_docstring():
+    class Holder:
+        value = 1
+
+    @mx.compile
+    def fun(x, y):
+        return x + y.value
+
+    with pytest.raises(ValueError):
+        fun(mx.array(0.0), Holder())
+    with pytest.raises(ValueError):
+        fun(mx.array(0.0), y=Holder())
+
+    @mx.compile
+    def g(x, scale, name, flag=None):
+        """Scales x."""
+        return x * scale if name == "mul" else x + scale
+
+    assert g.__doc__ == "Scales x."
+    assert g(mx.array(2.0), 3, "mul").item() == 6.0
+    assert g(mx.array(2.0), 3.0, "add", True).item() == 5.0
+
+
+def test_cumprod_gradient_through_zeros():
+    f = lambda y: mx.cumprod(y).sum()
+    assert mx.grad(f)(mx.array([2.0, 1.0, 2.0, 2.0, 3.0])).tolist() == [20.0, 38.0, 18.0, 16.0, 8.0]
+    assert mx.grad(f)(mx.array([2.0, 0.0, 2.0, 2.0, 3.0])).tolist() == [1.0, 38.0, 0.0, 0.0, 0.0]
+    assert mx.grad(f)(mx.array([2.0, 0.0, 2.0, 0.0, 3.0])).tolist() == [1.0, 6.0, 0.0, 0.0, 0.0]

@@ -32,10 +32,10 @@ pub fn operands(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<(Array, 
     Ok(match (operand(a)?, operand(b)?) {
         (Operand::Array(x), Operand::Array(y)) => (x, y),
         (Operand::Array(x), Operand::Scalar(s)) => {
-            let y = s.to_array(s.weak_dtype(x.dtype()));
+            let y = s.to_weak_array(x.dtype())?;
             (x, y)
         }
-        (Operand::Scalar(s), Operand::Array(y)) => (s.to_array(s.weak_dtype(y.dtype())), y),
+        (Operand::Scalar(s), Operand::Array(y)) => (s.to_weak_array(y.dtype())?, y),
         (Operand::Scalar(s), Operand::Scalar(t)) => {
             (s.to_array(s.default_dtype()), t.to_array(t.default_dtype()))
         }

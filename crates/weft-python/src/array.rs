@@ -136,6 +136,11 @@ impl PyArray {
         inplace(slf, other, ops::multiply)
     }
     fn __itruediv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        // True division of integers makes floats: in place, that would change
+        // the array's type (MLX refuses it too).
+        if !slf.get().array().dtype().is_inexact() {
+            return Err(pyo3::exceptions::PyValueError::new_err("in-place division of an integer array: its result is float (use a / b)"));
+        }
         inplace(slf, other, ops::divide)
     }
     fn __ipow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -304,6 +309,30 @@ impl PyArray {
     #[pyo3(signature = (axis = None, *, reverse = false, inclusive = true, stream = None))]
     fn cumsum(&self, axis: Option<isize>, reverse: bool, inclusive: bool, stream: Stream) -> PyResult<PyArray> {
         on_stream(&stream, || ops::cumsum(&self.array(), axis, reverse, inclusive).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (axis = None, *, reverse = false, inclusive = true, stream = None))]
+    fn cumprod(&self, axis: Option<isize>, reverse: bool, inclusive: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::cumprod(&self.array(), axis, reverse, inclusive).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (axis = None, *, reverse = false, inclusive = true, stream = None))]
+    fn cummax(&self, axis: Option<isize>, reverse: bool, inclusive: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::cummax(&self.array(), axis, reverse, inclusive).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (axis = None, *, reverse = false, inclusive = true, stream = None))]
+    fn cummin(&self, axis: Option<isize>, reverse: bool, inclusive: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::cummin(&self.array(), axis, reverse, inclusive).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (axis = None, *, reverse = false, inclusive = true, stream = None))]
+    fn logcumsumexp(&self, axis: Option<isize>, reverse: bool, inclusive: bool, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::logcumsumexp(&self.array(), axis, reverse, inclusive).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (k = 0, *, stream = None))]
+    fn diag(&self, k: isize, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::diag(&self.array(), k).py().map(PyArray::from))
+    }
+    #[pyo3(signature = (offset = 0, axis1 = 0, axis2 = 1, stream = None))]
+    fn diagonal(&self, offset: isize, axis1: isize, axis2: isize, stream: Stream) -> PyResult<PyArray> {
+        on_stream(&stream, || ops::diagonal(&self.array(), offset, axis1, axis2).py().map(PyArray::from))
     }
     #[pyo3(signature = (*, stream = None))]
     fn abs(&self, stream: Stream) -> PyResult<PyArray> {
@@ -545,6 +574,12 @@ impl PyArray {
 
     fn __float__(&self, py: Python<'_>) -> PyResult<f64> {
         item(py, &self.array())?.extract()
+    }
+
+    /// `complex(a)` of a one-element array (complex64 keeps its imaginary part).
+    fn __complex__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let v = item(py, &self.array())?;
+        Ok(py.get_type::<pyo3::types::PyComplex>().call1((v,))?.unbind())
     }
 
     fn __int__(&self, py: Python<'_>) -> PyResult<i64> {

@@ -86,6 +86,28 @@ impl Scalar {
         }
     }
 
+    /// This value as the weak operand of an array of `dtype` (see
+    /// [`Scalar::weak_dtype`]): a Python int that does not fit an integer
+    /// type narrower than 64 bits is a `ValueError` (as MLX), not a wrap.
+    pub fn to_weak_array(self, other: Dtype) -> PyResult<Array> {
+        let dtype = self.weak_dtype(other);
+        if let Scalar::Int(i) = self {
+            let range = match dtype {
+                Dtype::I8 => Some((i8::MIN as i64, i8::MAX as i64)),
+                Dtype::I16 => Some((i16::MIN as i64, i16::MAX as i64)),
+                Dtype::I32 => Some((i32::MIN as i64, i32::MAX as i64)),
+                Dtype::U8 => Some((0, u8::MAX as i64)),
+                Dtype::U16 => Some((0, u16::MAX as i64)),
+                Dtype::U32 => Some((0, u32::MAX as i64)),
+                _ => None,
+            };
+            if range.is_some_and(|(lo, hi)| i < lo || i > hi) {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!("Converting {i} to {dtype} would result in overflow.")));
+            }
+        }
+        Ok(self.to_array(dtype))
+    }
+
     /// A 0-d array holding this value as `dtype`.
     pub fn to_array(self, dtype: Dtype) -> Array {
         with_dtype!(dtype, T => Array::scalar(self.cast::<T>()))

@@ -189,7 +189,11 @@ pub struct FInfo {
 impl FInfo {
     #[new]
     fn new(dtype: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let d = dtype_of(dtype)?;
+        // A complex type reports its real component (the array API's rule).
+        let d = match dtype_of(dtype)? {
+            Dtype::C64 => Dtype::F32,
+            d => d,
+        };
         let (max, eps, smallest_normal) = match d {
             Dtype::F16 => (f64::from(half::f16::MAX), f64::from(half::f16::EPSILON), f64::from(half::f16::MIN_POSITIVE)),
             Dtype::BF16 => (f64::from(half::bf16::MAX), f64::from(half::bf16::EPSILON), f64::from(half::bf16::MIN_POSITIVE)),

@@ -49,7 +49,7 @@ fn layer_norm(x: &Any<'_>, weight: Option<&Any<'_>>, bias: Option<&Any<'_>>, eps
 #[allow(clippy::too_many_arguments)]
 fn rope(
     a: &Any<'_>,
-    dims: usize,
+    dims: i64,
     traditional: bool,
     base: Option<f32>,
     scale: f32,
@@ -57,19 +57,23 @@ fn rope(
     freqs: Option<&Any<'_>>,
     stream: Stream,
 ) -> PyResult<PyArray> {
-    if freqs.is_some_and(|f| !f.is_none()) {
-        return Err(PyNotImplementedError::new_err("rope: custom freqs are not supported by weft; pass base"));
-    }
-    let Some(base) = base else {
-        return Err(PyValueError::new_err("rope: base is required (weft has no freqs=)"));
+    let dims = usize::try_from(dims).map_err(|_| PyValueError::new_err(format!("rope: dims must be positive and even, got {dims}")))?;
+    let freqs = match (base, freqs.filter(|f| !f.is_none())) {
+        (Some(_), Some(_)) => return Err(PyValueError::new_err("rope: give base or freqs, not both")),
+        (Some(b), None) => fast::RopeFreqs::Base(b),
+        (None, Some(f)) => fast::RopeFreqs::Freqs(to_array(f, None)?),
+        (None, None) => return Err(PyValueError::new_err("rope: base or freqs is required")),
     };
-    let offset = match host_ints(offset, "rope: offset")?[..] {
-        [o] if o >= 0 => o as usize,
-        _ => return Err(PyValueError::new_err("rope: offset must be one non-negative integer")),
+    // One offset (a Python int or a one-element integer array), or one per
+    // example of the leading axis.
+    let offset = match offset.cast::<PyArray>() {
+        Ok(o) if o.get().array().size() != 1 => fast::RopeOffset::PerBatch(o.get().array()),
+        _ => match host_ints(offset, "rope: offset")?[..] {
+            [o] => fast::RopeOffset::One(o),
+            _ => return Err(PyValueError::new_err("rope: offset must be an integer or an array of integers")),
+        },
     };
-    on_stream(&stream, || {
-        fast::rope(&to_array(a, None)?, dims, traditional, base, scale, offset).py().map(PyArray::from)
-    })
+    on_stream(&stream, || fast::rope_with(&to_array(a, None)?, dims, traditional, &freqs, scale, &offset).py().map(PyArray::from))
 }
 
 /// `softmax(scale * q @ k.T + mask) @ v` for q `[B, Hq, L, D]`, k and v

@@ -112,6 +112,26 @@ n_d! {
     irfftn,
 }
 
+fn freq_len(n: i64, what: &str) -> PyResult<usize> {
+    usize::try_from(n).ok().filter(|&n| n > 0).ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("{what}: n must be positive, got {n}")))
+}
+
+/// The sample frequencies of an `n`-point FFT with sample spacing `d` (float32).
+#[pyfunction]
+#[pyo3(signature = (n, d = 1.0, *, stream = None))]
+fn fftfreq(n: i64, d: f64, stream: Stream) -> PyResult<PyArray> {
+    let n = freq_len(n, "fftfreq")?;
+    on_stream(&stream, || wfft::fftfreq(n, d).py().map(PyArray::from))
+}
+
+/// The sample frequencies of an `n`-point real FFT (float32).
+#[pyfunction]
+#[pyo3(signature = (n, d = 1.0, *, stream = None))]
+fn rfftfreq(n: i64, d: f64, stream: Stream) -> PyResult<PyArray> {
+    let n = freq_len(n, "rfftfreq")?;
+    on_stream(&stream, || wfft::rfftfreq(n, d).py().map(PyArray::from))
+}
+
 /// Moves the zero frequency to the middle of `axes` (every axis by default).
 #[pyfunction]
 #[pyo3(signature = (a, axes = None, stream = None))]
@@ -135,6 +155,6 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     macro_rules! add {
         ($($f:ident),* $(,)?) => {$( m.add_function(wrap_pyfunction!($f, &m)?)?; )*};
     }
-    add!(fft, ifft, fft2, ifft2, fftn, ifftn, rfft, irfft, rfft2, irfft2, rfftn, irfftn, fftshift, ifftshift);
+    add!(fft, ifft, fft2, ifft2, fftn, ifftn, rfft, irfft, rfft2, irfft2, rfftn, irfftn, fftshift, ifftshift, fftfreq, rfftfreq);
     crate::add_submodule(parent, &m, "fft")
 }

@@ -520,6 +520,15 @@ impl ArrayAt {
     fn __getitem__(&self, key: Bound<'_, PyAny>) -> ArrayAtItem {
         ArrayAtItem { array: self.array.clone(), key: key.unbind() }
     }
+
+    /// `a.at.add(v)` without a key is a `ValueError` (as MLX): the update
+    /// methods belong to `a.at[key]`.
+    fn __getattr__(&self, name: &str) -> PyResult<Py<PyAny>> {
+        if matches!(name, "add" | "subtract" | "multiply" | "divide" | "maximum" | "minimum") {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!("a.at.{name}: index first, as in a.at[key].{name}(value)")));
+        }
+        Err(pyo3::exceptions::PyAttributeError::new_err(format!("'ArrayAt' object has no attribute '{name}'")))
+    }
 }
 
 /// `a.at[key]`: each method returns a new array with the elements `a[key]`

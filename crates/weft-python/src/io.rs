@@ -394,7 +394,47 @@ fn save_gguf(file: &Any<'_>, arrays: &Bound<'_, PyDict>, metadata: Option<&Bound
     write_bytes(py, t, "gguf", bytes)
 }
 
+/// The arrays of `ob` (an array, or a list/tuple/dict of them, nested).
+fn collect_arrays(ob: &Bound<'_, PyAny>, name: Option<String>, out: &mut Vec<(Option<String>, Array)>) -> PyResult<()> {
+    if let Ok(a) = ob.cast::<PyArray>() {
+        out.push((name, a.get().array()));
+    } else if ob.is_instance_of::<PyList>() || ob.is_instance_of::<PyTuple>() {
+        for x in ob.try_iter()? {
+            collect_arrays(&x?, None, out)?;
+        }
+    } else if let Ok(d) = ob.cast::<PyDict>() {
+        for (k, v) in d.iter() {
+            collect_arrays(&v, Some(k.str()?.to_string()), out)?;
+        }
+    } else {
+        return Err(PyTypeError::new_err(format!("export_to_dot: expected arrays, got {}", ob.get_type().name()?)));
+    }
+    Ok(())
+}
+
+/// Writes the graph behind the arrays (positional, or named by keyword) as
+/// Graphviz DOT text to `file`: a path, or an object with `write`.
+#[pyfunction]
+#[pyo3(signature = (file, *args, **kwargs))]
+fn export_to_dot(file: &Bound<'_, PyAny>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    let mut outputs = Vec::new();
+    collect_arrays(args.as_any(), None, &mut outputs)?;
+    if let Some(k) = kwargs {
+        collect_arrays(k.as_any(), None, &mut outputs)?;
+    }
+    let text = weft::dot::to_dot(&outputs);
+    if let Ok(path) = file.extract::<std::path::PathBuf>() {
+        return std::fs::write(&path, text).map_err(|e| PyOSError::new_err(format!("export_to_dot: {}: {e}", path.display())));
+    }
+    if file.hasattr("write")? {
+        file.call_method1("write", (text,))?;
+        return Ok(());
+    }
+    Err(PyTypeError::new_err("export_to_dot: file must be a path or have a write method"))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(export_to_dot, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(save, m)?)?;
     m.add_function(wrap_pyfunction!(savez, m)?)?;

@@ -68,6 +68,31 @@ pub fn unstack<'py>(py: Python<'py>, x: &Any<'_>, axis: isize, stream: Stream) -
     PyTuple::new(py, parts.into_iter().map(PyArray::from))
 }
 
+/// An array, or a list/tuple of arrays: the arrays, and whether it was one.
+fn array_or_seq(ob: &Bound<'_, PyAny>) -> PyResult<(Vec<Array>, bool)> {
+    if let Ok(a) = ob.cast::<PyArray>() {
+        return Ok((vec![a.get().array()], true));
+    }
+    if ob.is_instance_of::<pyo3::types::PyList>() || ob.is_instance_of::<PyTuple>() {
+        return Ok((ob.try_iter()?.map(|a| to_array(&a?, None)).collect::<PyResult<_>>()?, false));
+    }
+    Ok((vec![to_array(ob, None)?], true))
+}
+
+/// `inputs` (an array or a list of arrays), unchanged, as arrays whose
+/// evaluation first evaluates `dependencies` (an array or a list); one array
+/// for one array, else a list.
+#[pyfunction]
+pub fn depends(py: Python<'_>, inputs: &Bound<'_, PyAny>, dependencies: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let (inputs, single) = array_or_seq(inputs)?;
+    let (deps, _) = array_or_seq(dependencies)?;
+    let mut out = ops::depends(&inputs, &deps).py()?;
+    if single {
+        return Ok(Py::new(py, PyArray::from(out.remove(0)))?.into_any());
+    }
+    Ok(pyo3::types::PyList::new(py, out.into_iter().map(PyArray::from))?.into_any().unbind())
+}
+
 /// The arrays broadcast to their common shape.
 #[pyfunction]
 #[pyo3(signature = (*arrays, stream = None))]
@@ -333,6 +358,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add!(atleast_1d, atleast_2d, atleast_3d, unflatten, unstack, broadcast_arrays, broadcast_shapes, roll, meshgrid);
     add!(trace, kron, diff, tensordot, inner, outer, vecdot, addmm);
     add!(partition, argpartition, median, searchsorted, put_along_axis, divmod, nan_to_num, count_nonzero);
-    add!(hanning, hamming, blackman, bartlett, hadamard_transform, slice_dynamic);
+    add!(hanning, hamming, blackman, bartlett, hadamard_transform, slice_dynamic, depends);
     Ok(())
 }

@@ -198,8 +198,9 @@ pub fn tri(n: isize, m: Option<isize>, k: isize, dtype: PyDtype, stream: Stream)
 
 /// `num` evenly spaced values from `start` to `stop` (included when `endpoint`).
 #[pyfunction]
-#[pyo3(signature = (start, stop, num = 50, dtype = PyDtype(Dtype::F32), *, endpoint = true, stream = None))]
-pub fn linspace(start: f64, stop: f64, num: isize, dtype: PyDtype, endpoint: bool, stream: Stream) -> PyResult<PyArray> {
+/// `endpoint` is the fourth positional argument, before `dtype` (NumPy's order).
+#[pyo3(signature = (start, stop, num = 50, endpoint = true, dtype = PyDtype(Dtype::F32), *, stream = None))]
+pub fn linspace(start: f64, stop: f64, num: isize, endpoint: bool, dtype: PyDtype, stream: Stream) -> PyResult<PyArray> {
     if num < 0 {
         return Err(PyValueError::new_err(format!("linspace: num must be non-negative, got {num}")));
     }
@@ -234,6 +235,13 @@ pub fn pad(a: &Any<'_>, pad_width: &Any<'_>, mode: &str, constant_values: f64, s
             vec![(w, w); n]
         } else if let Ok((lo, hi)) = pad_width.extract::<(isize, isize)>() {
             vec![(lo, hi); n]
+        } else if let Ok(v) = pad_width.extract::<Vec<isize>>() {
+            // `(w,)` is `w` on both sides; `[lo, hi]` one pair for every axis.
+            match v[..] {
+                [w] => vec![(w, w); n],
+                [lo, hi] => vec![(lo, hi); n],
+                _ => return Err(bad()),
+            }
         } else if let Ok(v) = pad_width.extract::<Vec<(isize, isize)>>() {
             match v.len() {
                 1 => vec![v[0]; n],
@@ -256,7 +264,9 @@ pub fn pad(a: &Any<'_>, pad_width: &Any<'_>, mode: &str, constant_values: f64, s
         let mode = match mode {
             "constant" => ops::PadMode::Constant(constant_values),
             "edge" => ops::PadMode::Edge,
-            m => return Err(PyValueError::new_err(format!("pad: mode must be 'constant' or 'edge', got {m:?}"))),
+            "reflect" => ops::PadMode::Reflect,
+            "symmetric" => ops::PadMode::Symmetric,
+            m => return Err(PyValueError::new_err(format!("pad: mode must be 'constant', 'edge', 'reflect' or 'symmetric', got {m:?}"))),
         };
         ops::pad(&a, &widths, mode).py().map(PyArray::from)
     })

@@ -286,19 +286,20 @@ fn as_f64(s: Scalar) -> f64 {
 /// `start, start + step, ...` below `stop`; `arange(stop)` starts at 0.
 /// Ints give int32, any float gives float32, unless `dtype` is given.
 #[pyfunction]
-#[pyo3(signature = (start, stop = None, step = None, dtype = None, *, stream = None))]
+/// Given one bound (positionally or as `stop=`), it is the stop.
+#[pyo3(signature = (start = None, stop = None, step = None, dtype = None, *, stream = None))]
 pub fn arange(
-    start: &Any<'_>,
+    start: Option<&Any<'_>>,
     stop: Option<&Any<'_>>,
     step: Option<&Any<'_>>,
     dtype: Option<PyDtype>,
     stream: Stream,
 ) -> PyResult<PyArray> {
     on_stream(&stream, || {
-        let first = number(start, "start")?;
-        let (start, stop) = match stop {
-            Some(stop) => (first, number(stop, "stop")?),
-            None => (Scalar::Int(0), first),
+        let (start, stop) = match (start, stop) {
+            (Some(start), Some(stop)) => (number(start, "start")?, number(stop, "stop")?),
+            (Some(only), None) | (None, Some(only)) => (Scalar::Int(0), number(only, "stop")?),
+            (None, None) => return Err(pyo3::exceptions::PyTypeError::new_err("arange() needs a stop")),
         };
         let step = match step {
             Some(s) => number(s, "step")?,

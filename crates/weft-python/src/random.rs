@@ -143,6 +143,9 @@ fn normal(
     key: Option<&Any<'_>>,
     stream: Stream,
 ) -> PyResult<PyArray> {
+    if dtype.as_ref().is_some_and(|d| d.0.is_complex()) {
+        return complex_normal(shape, loc, scale, key, stream);
+    }
     let loc = loc.map(|l| param(l, "normal: loc")).transpose()?.unwrap_or(Param::Number(0.0));
     let scale = scale.map(|s| param(s, "normal: scale")).transpose()?.unwrap_or(Param::Number(1.0));
     let key = key_of(key)?;
@@ -160,6 +163,61 @@ fn normal(
         let x = ops::add(&loc.array(wide)?, &ops::multiply(&scale.array(wide)?, &z).py()?).py()?;
         ops::astype(&ops::broadcast_to(&x, &shape).py()?, dtype).py().map(PyArray::from)
     })
+}
+
+/// `normal` with `dtype=complex64`: `loc + scale * z` for standard complex
+/// normal `z` (`loc` and `scale` may be complex numbers or arrays that
+/// broadcast to `shape`).
+fn complex_normal(shape: Shape, loc: Option<&Any<'_>>, scale: Option<&Any<'_>>, key: Option<&Any<'_>>, stream: Stream) -> PyResult<PyArray> {
+    let loc = loc.map(|l| to_array(l, None)).transpose()?;
+    let scale = scale.map(|s| to_array(s, None)).transpose()?;
+    let key = key_of(key)?;
+    let shape = shape.dims()?;
+    let fits: Vec<&[usize]> = loc.iter().chain(scale.iter()).map(|a| a.shape()).collect();
+    check_fits("normal", &shape, &fits)?;
+    on_stream(&stream, || {
+        let mut z = random::complex_normal(&shape, key.as_ref()).py()?;
+        if let Some(s) = &scale {
+            z = ops::multiply(&z, s).py()?;
+        }
+        if let Some(l) = &loc {
+            z = ops::add(&z, l).py()?;
+        }
+        ops::astype(&z, Dtype::C64).py().map(PyArray::from)
+    })
+}
+
+/// `mx.random.state`: the random state compiled functions name as implicit
+/// state (`compile(f, inputs=mx.random.state, outputs=mx.random.state)`).
+/// One object shared by all threads; as a sequence it holds one item, the
+/// calling thread's default key (each thread has its own: see
+/// `weft::ops::random`). Setting item 0 replaces this thread's key.
+#[pyclass(module = "weft.core.random", frozen, sequence)]
+struct RandomState;
+
+#[pymethods]
+impl RandomState {
+    fn __len__(&self) -> usize {
+        1
+    }
+
+    fn __getitem__(&self, i: isize) -> PyResult<PyArray> {
+        match i {
+            0 | -1 => Ok(random::current_key().into()),
+            _ => Err(pyo3::exceptions::PyIndexError::new_err(format!("random.state has one item (the key), got index {i}"))),
+        }
+    }
+
+    fn __setitem__(&self, i: isize, key: &Any<'_>) -> PyResult<()> {
+        if i != 0 && i != -1 {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!("random.state has one item (the key), got index {i}")));
+        }
+        random::set_current_key(&to_array(key, None)?).py()
+    }
+
+    fn __repr__(&self) -> String {
+        "weft.core.random.state".to_string()
+    }
 }
 
 /// A bound of `randint`: a Python int, or an integer array of one element
@@ -202,7 +260,17 @@ fn randint(
 #[pyfunction]
 #[pyo3(signature = (p = None, shape = None, key = None, *, stream = None))]
 fn bernoulli(p: Option<&Any<'_>>, shape: Option<Shape>, key: Option<&Any<'_>>, stream: Stream) -> PyResult<PyArray> {
+    let p_obj = p;
     let p = p.map(|p| param(p, "bernoulli: p")).transpose()?.unwrap_or(Param::Number(0.5));
+    // As MLX: a probability is a float (a Python int or an integer array is refused).
+    let integral = match (&p, p_obj) {
+        (Param::Number(_), Some(ob)) => matches!(Scalar::extract(ob)?, Some(Scalar::Int(_))),
+        (Param::Array(a), _) => !a.dtype().is_float(),
+        _ => false,
+    };
+    if integral {
+        return Err(PyValueError::new_err("bernoulli: the probability p must be a float (or a float array)"));
+    }
     let key = key_of(key)?;
     let shape = shape.map(|s| s.dims()).transpose()?;
     on_stream(&stream, || {
@@ -311,8 +379,11 @@ fn laplace(shape: Shape, dtype: Option<PyDtype>, loc: f64, scale: f64, key: Opti
         let c = |v: f64| Scalar::Float(v).to_array(wide);
         let v = ops::subtract(&ops::multiply(&u, &c(2.0)).py()?, &c(1.0)).py()?;
         let tail = ops::log1p(&ops::negative(&ops::abs(&v).py()?).py()?).py()?;
-        let x = ops::subtract(&c(loc), &ops::multiply(&c(scale), &ops::multiply(&ops::sign(&v).py()?, &tail).py()?).py()?).py()?;
-        ops::astype(&x, dtype).py().map(PyArray::from)
+        // The standard sample in `dtype`, then scaled and shifted in `dtype`
+        // (as MLX), so `laplace(loc, scale)` is `loc + scale * laplace()` exactly.
+        let z = ops::astype(&ops::negative(&ops::multiply(&ops::sign(&v).py()?, &tail).py()?).py()?, dtype).py()?;
+        let d = |v: f64| Scalar::Float(v).to_array(dtype);
+        ops::add(&ops::multiply(&z, &d(scale)).py()?, &d(loc)).py().map(PyArray::from)
     })
 }
 
@@ -356,7 +427,8 @@ fn truncated_normal(
         let lim = c(1.0 - f64::from(f32::EPSILON));
         let t = ops::clip(&t, Some(&ops::negative(&lim).py()?), Some(&lim)).py()?;
         let z = ops::multiply(&ops::erfinv(&t).py()?, &c(std::f64::consts::SQRT_2)).py()?;
-        let z = ops::clip(&z, Some(&lo), Some(&hi)).py()?;
+        // As MLX: bounds in the wrong order give `lower` everywhere.
+        let z = ops::maximum(&ops::minimum(&z, &hi).py()?, &lo).py()?;
         ops::astype(&ops::broadcast_to(&z, &shape).py()?, dtype).py().map(PyArray::from)
     })
 }
@@ -410,5 +482,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(laplace, &m)?)?;
     m.add_function(wrap_pyfunction!(truncated_normal, &m)?)?;
     m.add_function(wrap_pyfunction!(permutation, &m)?)?;
+    m.add_class::<RandomState>()?;
+    m.add("state", Py::new(py, RandomState)?)?;
     crate::add_submodule(parent, &m, "random")
 }

@@ -106,6 +106,16 @@ fn get_cache_memory() -> usize {
 #[pyfunction]
 fn clear_cache() {}
 
+/// The cache limit last set (MLX's default: no limit). weft keeps no buffer
+/// cache, so its cache (always 0 bytes) is within any limit.
+static CACHE_LIMIT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(usize::MAX);
+
+/// Sets the buffer cache limit in bytes and returns the previous one.
+#[pyfunction]
+fn set_cache_limit(limit: usize) -> usize {
+    CACHE_LIMIT.swap(limit, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Whether weft's CUDA backend is built in and a GPU can be used.
 #[pyfunction]
 fn is_available() -> bool {
@@ -175,6 +185,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reset_peak_memory, m)?)?;
     m.add_function(wrap_pyfunction!(get_cache_memory, m)?)?;
     m.add_function(wrap_pyfunction!(clear_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(set_cache_limit, m)?)?;
 
     m.add_function(wrap_pyfunction!(device_is_available, m)?)?;
     m.add_function(wrap_pyfunction!(device_count, m)?)?;
@@ -187,7 +198,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // `mx.metal`: the queries MLX code makes before it picks a path.
     let metal = PyModule::new(m.py(), "metal")?;
     metal.add_function(wrap_pyfunction!(metal_is_available, &metal)?)?;
-    for name in ["get_active_memory", "get_peak_memory", "reset_peak_memory", "get_cache_memory", "clear_cache", "set_memory_limit"] {
+    for name in ["get_active_memory", "get_peak_memory", "reset_peak_memory", "get_cache_memory", "clear_cache", "set_memory_limit", "set_cache_limit"] {
         metal.add(name, m.getattr(name)?)?;
     }
     crate::add_submodule(m, &metal, "metal")?;

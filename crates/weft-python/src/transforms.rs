@@ -634,7 +634,21 @@ fn signature(py: Python<'_>, t: &Tree, leaves: &mut std::slice::Iter<'_, Array>,
             let _ = write!(out, "A{:?}{};", a.shape(), a.dtype());
         }
         Tree::Other(o) => {
+            // As MLX: constants are None, bools, ints, floats and strings
+            // (keyed by value); any other object is refused rather than
+            // keyed by a repr that may not tell its state.
             let o = o.bind(py);
+            let constant = o.is_none()
+                || o.is_instance_of::<pyo3::types::PyBool>()
+                || o.is_instance_of::<pyo3::types::PyInt>()
+                || o.is_instance_of::<pyo3::types::PyFloat>()
+                || o.is_instance_of::<pyo3::types::PyString>();
+            if !constant {
+                return Err(PyValueError::new_err(format!(
+                    "[compile] Function arguments must be trees of arrays or constants (None, bools, ints, floats or strings), but received type {}",
+                    o.get_type().name()?
+                )));
+            }
             let _ = write!(out, "O{}:{};", o.get_type().name()?, o.repr()?);
         }
         Tree::List(v) | Tree::Tuple(v) | Tree::Named(_, v) => {
@@ -661,8 +675,10 @@ fn signature(py: Python<'_>, t: &Tree, leaves: &mut std::slice::Iter<'_, Array>,
 
 static COMPILE_ENABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
-/// What `compile` returns: the function, traced once per signature of its
-/// arguments (shapes, dtypes, structure, other values) and replayed.
+// What `compile` returns: the function, traced once per signature of its
+// arguments (shapes, dtypes, structure, other values) and replayed. No `///`
+// docstring on purpose: a class docstring would shadow the `__doc__` getter
+// below, which gives the compiled function's own docstring (as MLX).
 #[pyclass(module = "weft.core", frozen)]
 struct CompiledFunction {
     fun: Py<PyAny>,
@@ -678,6 +694,12 @@ impl CompiledFunction {
     #[getter]
     fn __wrapped__(&self, py: Python<'_>) -> Py<PyAny> {
         self.fun.clone_ref(py)
+    }
+
+    /// The function's docstring.
+    #[getter]
+    fn __doc__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(self.fun.bind(py).getattr("__doc__")?.unbind())
     }
 
     /// Other attributes (`__name__`, `__qualname__`, ...) are the function's.

@@ -23,6 +23,7 @@ pub mod backend;
 pub mod buffer;
 mod complex;
 pub mod device;
+pub mod dot;
 pub mod dtype;
 pub mod io;
 mod error;

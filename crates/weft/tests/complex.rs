@@ -311,8 +311,8 @@ fn ops_without_a_complex_meaning_are_errors() {
     dtype_err("maximum", ops::maximum(&a, &a));
     dtype_err("less", ops::less(&a, &a));
     dtype_err("floor", ops::floor(&a));
-    dtype_err("max", ops::max(&a, weft::Axes::All, false));
-    dtype_err("sort", ops::sort(&a, Some(0)));
+    dtype_err("argmax", ops::argmax(&a, None, false));
+    dtype_err("cummax", ops::cummax(&a, Some(0), false, true));
     dtype_err("rfft of complex", fft::rfft(&a, None, -1, Norm::Backward));
 }
 
@@ -638,4 +638,110 @@ fn grad_of_a_complex_output_is_an_error() {
     let z = carr(&[Z(1.0, 2.0)], &[1]);
     let r = transforms::grad(|a| Ok(vec![ops::sum(&ops::multiply(&a[0], &a[0])?, weft::Axes::All, false)?]), &[z], &[0]);
     assert!(matches!(r, Err(Error::Dtype(_))), "{r:?}");
+}
+
+/// MLX's order of complex numbers: real part, then imaginary part, a NaN
+/// part after every number.
+fn lex(a: &Z, b: &Z) -> std::cmp::Ordering {
+    let key = |x: f64| if x.is_nan() { (1, 0.0) } else { (0, x) };
+    let (ka, kb) = ((key(a.0), key(a.1)), (key(b.0), key(b.1)));
+    ka.0 .0.cmp(&kb.0 .0)
+        .then(ka.0 .1.partial_cmp(&kb.0 .1).unwrap())
+        .then(ka.1 .0.cmp(&kb.1 .0))
+        .then(ka.1 .1.partial_cmp(&kb.1 .1).unwrap())
+}
+
+#[test]
+fn sort_argsort_and_extremes_order_by_real_then_imaginary() {
+    let mut rng = Rng::new(41);
+    // Few distinct real parts, so ties on the real part are common.
+    let mut v: Vec<Z> = (0..24).map(|_| Z((rng.uniform(0.0, 3.0)).floor(), rng.uniform(-1.0, 1.0))).collect();
+    v = f32_round(&v);
+    let (rows, n) = (4, 6);
+    let a = carr(&v, &[rows, n]);
+    let sorted = ops::sort(&a, Some(-1)).unwrap();
+    let idx = ops::argsort(&a, Some(-1)).unwrap().to_vec::<u32>().unwrap();
+    let got = read_c(&sorted);
+    for r in 0..rows {
+        let mut want = v[r * n..(r + 1) * n].to_vec();
+        want.sort_by(lex);
+        assert_eq!(&got[r * n..(r + 1) * n], &want[..], "sort row {r}");
+        let by_idx: Vec<Z> = idx[r * n..(r + 1) * n].iter().map(|&i| v[r * n + i as usize]).collect();
+        assert_eq!(by_idx, want, "argsort row {r}");
+        let max = read_c(&ops::max(&a, 1isize, false).unwrap())[r];
+        let min = read_c(&ops::min(&a, 1isize, false).unwrap())[r];
+        assert_eq!((max, min), (want[n - 1], want[0]), "max/min row {r}");
+    }
+    // Along axis 0 too.
+    let max0 = read_c(&ops::max(&a, 0isize, true).unwrap());
+    for c in 0..n {
+        let col: Vec<Z> = (0..rows).map(|r| v[r * n + c]).collect();
+        assert_eq!(max0[c], *col.iter().max_by(|a, b| lex(a, b)).unwrap(), "max of column {c}");
+    }
+    // NaN parts sort last, and make max and min NaN.
+    let w = carr(&[Z(3.0, 1.0), Z(f64::NAN, 2.0), Z(2.0, 1.0), Z(0.0, f64::NAN), Z(0.0, 1.0)], &[5]);
+    let s = read_c(&ops::sort(&w, None).unwrap());
+    assert_eq!(&s[..3], &[Z(0.0, 1.0), Z(2.0, 1.0), Z(3.0, 1.0)]);
+    assert!(s[3].0 == 0.0 && s[3].1.is_nan() && s[4].0.is_nan(), "{s:?}");
+    for m in [ops::max(&w, weft::Axes::All, false).unwrap(), ops::min(&w, weft::Axes::All, false).unwrap()] {
+        assert!(ops::isnan(&m).unwrap().item::<bool>().unwrap());
+    }
+}
+
+#[test]
+fn predicates_tolerances_and_moments_of_complex() {
+    let (inf, nan) = (f64::INFINITY, f64::NAN);
+    let z = carr(&[Z(0.0, inf), Z(-inf, 0.0), Z(inf, 0.0), Z(nan, 1.0), Z(1.0, nan), Z(3.0, 4.0)], &[6]);
+    let b = |a: weft::Result<Array>| a.unwrap().to_vec::<bool>().unwrap();
+    assert_eq!(b(ops::isinf(&z)), [true, true, true, false, false, false]);
+    assert_eq!(b(ops::isnan(&z)), [false, false, false, true, true, false]);
+    assert_eq!(b(ops::isfinite(&z)), [false, false, false, false, false, true]);
+    assert_eq!(b(ops::isposinf(&z)), [false, false, true, false, false, false]);
+    assert_eq!(b(ops::isneginf(&z)), [false, true, false, false, false, false]);
+    // isclose compares |a - b| with atol + rtol |b| in float32.
+    let p = carr(&[Z(1.0, 1.0), Z(1.0, 1.0), Z(nan, 0.0)], &[3]);
+    let q = carr(&[Z(1.0, 1.001), Z(1.0, 1.5), Z(nan, 0.0)], &[3]);
+    assert_eq!(b(ops::isclose(&p, &q, 1e-2, 1e-2, false)), [true, false, false]);
+    assert_eq!(b(ops::isclose(&p, &q, 1e-2, 1e-2, true)), [true, false, true]);
+    assert!(!ops::allclose(&p, &q, 1e-2, 1e-2, true).unwrap().item::<bool>().unwrap());
+    // var and std of complex are real: the mean of |x - mean|^2.
+    let v = [Z(1.0, 2.0), Z(-1.0, 0.5), Z(0.25, -3.0), Z(2.0, 1.0)];
+    let mean = v.iter().fold(Z(0.0, 0.0), |s, x| s.add(*x));
+    let mean = Z(mean.0 / 4.0, mean.1 / 4.0);
+    let want = v.iter().map(|x| x.sub(mean).abs().powi(2)).sum::<f64>() / 3.0;
+    let a = carr(&v, &[4]);
+    close_r("var ddof 1", &ops::var(&a, weft::Axes::All, false, 1).unwrap(), &[], &[want], 1e-5);
+    close_r("std ddof 1", &ops::std(&a, weft::Axes::All, false, 1).unwrap(), &[], &[want.sqrt()], 1e-5);
+    // sign is z / |z| (0 at 0); round takes each part.
+    let s = carr(&[Z(3.0, -4.0), Z(0.0, 0.0), Z(-2.0, 0.0)], &[3]);
+    close_c("sign", &ops::sign(&s).unwrap(), &[3], &[Z(0.6, -0.8), Z(0.0, 0.0), Z(-1.0, 0.0)], 1e-6);
+    let r = carr(&[Z(22.2, 3.6), Z(18.5, 98.2), Z(-1.26, 0.04)], &[3]);
+    close_c("round", &ops::round(&r, 0).unwrap(), &[3], &[Z(22.0, 4.0), Z(18.0, 98.0), Z(-1.0, 0.0)], 1e-7);
+    close_c("round 1", &ops::round(&r, 1).unwrap(), &[3], &[Z(22.2, 3.6), Z(18.5, 98.2), Z(-1.3, 0.0)], 1e-6);
+}
+
+#[test]
+fn complex_normal_has_independent_parts_of_variance_one_half() {
+    use weft::ops::random;
+    let k = random::key(3);
+    let n = 20000;
+    let z = random::normal(&[n], Dtype::C64, 0.0, 1.0, Some(&k)).unwrap();
+    assert_eq!(z.dtype(), Dtype::C64);
+    let v = read_c(&z);
+    let m = |f: &dyn Fn(&Z) -> f64| v.iter().map(f).sum::<f64>() / n as f64;
+    let (mr, mi) = (m(&|z| z.0), m(&|z| z.1));
+    assert!(mr.abs() < 0.03 && mi.abs() < 0.03, "means {mr} {mi}");
+    let (vr, vi, cov) = (m(&|z| z.0 * z.0), m(&|z| z.1 * z.1), m(&|z| z.0 * z.1));
+    assert!((vr - 0.5).abs() < 0.03 && (vi - 0.5).abs() < 0.03 && cov.abs() < 0.03, "{vr} {vi} {cov}");
+    // Same key, same numbers; loc and scale shift and scale.
+    let w = read_c(&random::normal(&[n], Dtype::C64, 3.0, 2.0, Some(&k)).unwrap());
+    assert!(v.iter().zip(&w).all(|(a, b)| (a.0 * 2.0 + 3.0 - b.0).abs() < 1e-4 && (a.1 * 2.0 - b.1).abs() < 1e-4));
+    // The default key advances; the state can be read and restored.
+    let saved = random::current_key();
+    let a = random::normal(&[4], Dtype::C64, 0.0, 1.0, None).unwrap().to_vec::<Complex64>().unwrap();
+    random::set_current_key(&saved).unwrap();
+    let b = random::normal(&[4], Dtype::C64, 0.0, 1.0, None).unwrap().to_vec::<Complex64>().unwrap();
+    assert_eq!(a, b);
+    assert!(matches!(random::normal(&[2], Dtype::I32, 0.0, 1.0, None), Err(Error::Dtype(_))));
+    assert!(matches!(random::set_current_key(&Array::from_vec(vec![1u32, 2, 3], &[3]).unwrap()), Err(Error::InvalidArgument(_))));
 }

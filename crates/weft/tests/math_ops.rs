@@ -275,6 +275,23 @@ fn repeat_tile_pad_match_index_maps() {
     let res = ops::pad(&empty, &[(1, 0), (0, 0)], ops::PadMode::Edge);
     assert!(matches!(res, Err(Error::Shape(_))), "{res:?}");
     assert_eq!(ops::pad(&empty, &[(1, 0), (0, 0)], ops::PadMode::Constant(1.0)).unwrap().shape(), &[1, 2]);
+    // reflect and symmetric, against NumPy's documented examples, including
+    // pads longer than the axis (the mirror repeats).
+    let v = Array::from_slice(&[1i32, 2, 3, 4, 5], &[5]).unwrap();
+    let refl = ops::pad(&v, &[(2, 3)], ops::PadMode::Reflect).unwrap();
+    assert_eq!(refl.to_vec::<i32>().unwrap(), vec![3, 2, 1, 2, 3, 4, 5, 4, 3, 2]);
+    let sym = ops::pad(&v, &[(2, 3)], ops::PadMode::Symmetric).unwrap();
+    assert_eq!(sym.to_vec::<i32>().unwrap(), vec![2, 1, 1, 2, 3, 4, 5, 5, 4, 3]);
+    let w = Array::from_slice(&[1i32, 2, 3], &[3]).unwrap();
+    let long = ops::pad(&w, &[(5, 4)], ops::PadMode::Reflect).unwrap().to_vec::<i32>().unwrap();
+    assert_eq!(long, vec![2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3]);
+    let long = ops::pad(&w, &[(4, 4)], ops::PadMode::Symmetric).unwrap().to_vec::<i32>().unwrap();
+    assert_eq!(long, vec![3, 3, 2, 1, 1, 2, 3, 3, 2, 1, 1]);
+    let one = Array::from_slice(&[7i32], &[1]).unwrap();
+    assert_eq!(ops::pad(&one, &[(2, 1)], ops::PadMode::Reflect).unwrap().to_vec::<i32>().unwrap(), vec![7; 4]);
+    let res = ops::pad(&empty, &[(1, 1), (0, 0)], ops::PadMode::Reflect);
+    assert!(matches!(res, Err(Error::Shape(_))), "{res:?}");
+    assert_eq!(ops::pad(&empty, &[(0, 0), (2, 1)], ops::PadMode::Symmetric).unwrap().shape(), &[0, 5]);
 }
 
 /// cumprod / cummax / cummin (forward, reversed, exclusive) and prod,
@@ -437,6 +454,13 @@ fn order_statistics_and_contractions_match_loops() {
     assert_eq!((c.dtype(), c.to_vec::<i32>().unwrap()), (Dtype::I32, vec![3]));
     let r = ops::roll(&Array::from_slice(&[0i32, 1, 2, 3, 4, 5], &[2, 3]).unwrap(), &[1, 1], None).unwrap();
     assert_eq!(r.to_vec::<i32>().unwrap(), vec![4, 5, 0, 1, 2, 3]);
+    // Shifts and axes broadcast: two shifts of one axis add up, one shift serves two axes.
+    let m = Array::from_slice(&[0i32, 1, 2, 3, 4, 5], &[2, 3]).unwrap();
+    let twice = ops::roll(&m, &[-1, 2], Some(&[1])).unwrap();
+    assert_eq!(twice.to_vec::<i32>().unwrap(), ops::roll(&m, &[1], Some(&[1])).unwrap().to_vec::<i32>().unwrap());
+    assert_eq!(twice.to_vec::<i32>().unwrap(), vec![2, 0, 1, 5, 3, 4]);
+    assert_eq!(ops::roll(&m, &[1], Some(&[0, 1])).unwrap().to_vec::<i32>().unwrap(), vec![5, 3, 4, 2, 0, 1]);
+    assert!(matches!(ops::roll(&m, &[1, 2, 3], Some(&[0, 1])), Err(weft::Error::InvalidArgument(_))));
 
     // tensordot over two axis pairs, against the explicit sum.
     let (a3, ra) = rand(&mut rng, &[2, 3, 4], Dtype::F64, -1.0, 1.0);
@@ -500,4 +524,41 @@ fn hadamard_of_scalar_and_kron_of_empty() {
     let e = Array::from_vec(Vec::<f32>::new(), &[0]).unwrap();
     let y = Array::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
     assert!(matches!(ops::kron(&e, &y), Err(Error::Shape(_))));
+}
+
+/// `depends`: the outputs equal the inputs, and evaluating one evaluates
+/// every dependency (including an empty one).
+#[test]
+fn depends_evaluates_the_dependencies_first() {
+    let a = Array::from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap();
+    let b = ops::exp(&a).unwrap();
+    let c = ops::log(&a).unwrap();
+    let e = ops::zeros(&[0], Dtype::I32).unwrap();
+    let out = ops::depends(&[b.clone()], &[c.clone(), e.clone()]).unwrap();
+    assert_eq!(out.len(), 1);
+    assert!(!c.is_evaluated());
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+    assert!(c.is_evaluated() && e.is_evaluated());
+    let none = ops::depends(&[a.clone()], &[]).unwrap();
+    assert_eq!(none[0].to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0]);
+}
+
+/// Integer powers with negative exponents are 0, whatever the base (MLX);
+/// inner products of empty vectors are 0; complex vecdot conjugates `a`.
+#[test]
+fn integer_power_empty_inner_and_complex_vecdot() {
+    for dtype in [Dtype::I8, Dtype::I16, Dtype::I32, Dtype::I64] {
+        let x = ops::astype(&Array::from_slice(&[2i64, -2, 1, 3], &[4]).unwrap(), dtype).unwrap();
+        let y = ops::astype(&Array::from_slice(&[-1i64, -3, -9, 2], &[4]).unwrap(), dtype).unwrap();
+        let p = ops::astype(&ops::power(&x, &y).unwrap(), Dtype::I64).unwrap();
+        assert_eq!(p.to_vec::<i64>().unwrap(), vec![0, 0, 0, 9], "{dtype}");
+    }
+    let empty = ops::zeros(&[0], Dtype::F32).unwrap();
+    assert_eq!(ops::inner(&empty, &empty).unwrap().to_vec::<f32>().unwrap(), vec![0.0]);
+    let m = ops::zeros(&[10, 0], Dtype::F32).unwrap();
+    assert_eq!(ops::inner(&m, &m).unwrap().shape(), &[10, 10]);
+    let a = Array::from_slice(&[weft::Complex64::new(1.0, 2.0), weft::Complex64::new(3.0, 4.0)], &[2]).unwrap();
+    let b = Array::from_slice(&[weft::Complex64::new(5.0, 6.0), weft::Complex64::new(7.0, 8.0)], &[2]).unwrap();
+    // conj(1+2i)(5+6i) + conj(3+4i)(7+8i) = (17-4i) + (53-4i)
+    assert_eq!(ops::vecdot(&a, &b, -1).unwrap().to_vec::<weft::Complex64>().unwrap(), vec![weft::Complex64::new(70.0, -8.0)]);
 }

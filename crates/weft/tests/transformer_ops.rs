@@ -392,6 +392,46 @@ fn rope_matches_float64() {
     assert!(matches!(res, Err(Error::InvalidArgument(_))), "{res:?}");
 }
 
+/// The composed `rope_with`: custom frequencies (here `base^(2i / dims)`,
+/// so the reference is the base formula), negative offsets and one offset
+/// per batch example, against the float64 reference.
+#[test]
+fn rope_with_freqs_negative_and_per_batch_offsets_matches_float64() {
+    let shape = [3, 2, 5, 16];
+    let x: Vec<f64> = rand_vec(15, 3 * 2 * 5 * 16, 2.0).iter().map(|&v| v as f32 as f64).collect();
+    let a = f32_array(&x, &shape);
+    let base = 500.0f64;
+    for (dims, traditional) in [(16, false), (12, true), (8, false)] {
+        let f: Vec<f32> = (0..dims / 2).map(|i| base.powf(2.0 * i as f64 / dims as f64) as f32).collect();
+        let freqs = fast::RopeFreqs::Freqs(Array::from_slice(&f, &[dims / 2]).unwrap());
+        let got = fast::rope_with(&a, dims, traditional, &freqs, 1.0, &fast::RopeOffset::One(4)).unwrap();
+        assert_close(&got.to_f64_vec().unwrap(), &rope_ref(&x, &shape, dims, traditional, base, 1.0, 4), 1e-5, &format!("freqs dims={dims}"));
+        // Per-example offsets: example b starts at position 2b (+ 3 in the reference's offset).
+        let per = fast::RopeOffset::PerBatch(Array::from_slice(&[3i32, 5, 7], &[3]).unwrap());
+        let got = fast::rope_with(&a, dims, traditional, &fast::RopeFreqs::Base(base as f32), 0.5, &per).unwrap().to_f64_vec().unwrap();
+        let n = x.len() / 3;
+        for b in 0..3 {
+            let want = rope_ref(&x[b * n..(b + 1) * n], &shape[1..], dims, traditional, base, 0.5, 3 + 2 * b);
+            assert_close(&got[b * n..(b + 1) * n], &want, 1e-5, &format!("per-batch offset, example {b}"));
+        }
+    }
+    // A negative offset turns the other way: rope at -k undoes rope at +k.
+    let fwd = fast::rope(&a, 16, false, 10000.0, 1.0, 3).unwrap();
+    let back = fast::rope_with(&fwd, 16, false, &fast::RopeFreqs::Base(10000.0), 1.0, &fast::RopeOffset::One(-3)).unwrap();
+    // Position l was turned by (3 + l) and is now turned by (-3 + l): the net turn is 2l, so compare at l = 0 only.
+    let (b0, x0) = (back.to_f64_vec().unwrap(), &x);
+    for r in 0..x.len() / (5 * 16) {
+        for k in 0..16 {
+            let i = r * 5 * 16 + k;
+            assert!((b0[i] - x0[i]).abs() < 1e-5, "negative offset at l = 0, row {r}, feature {k}");
+        }
+    }
+    let bad = fast::RopeFreqs::Freqs(Array::from_slice(&[1.0f32; 7], &[7]).unwrap());
+    assert!(matches!(fast::rope_with(&a, 16, false, &bad, 1.0, &fast::RopeOffset::One(0)), Err(Error::Shape(_))));
+    let wrong_batch = fast::RopeOffset::PerBatch(Array::from_slice(&[1i32, 2], &[2]).unwrap());
+    assert!(matches!(fast::rope_with(&a, 16, false, &fast::RopeFreqs::Base(1e4), 1.0, &wrong_batch), Err(Error::Shape(_))));
+}
+
 /// Naive attention in float64: full score matrix, full softmax.
 #[allow(clippy::too_many_arguments)]
 fn attention_ref(

@@ -476,3 +476,68 @@ fn jvp_of_a_comparison_is_zero_in_the_tangent_dtype() {
     assert_eq!(jt[0].dtype(), Dtype::F32);
     assert_eq!(jt[0].to_vec::<f32>().unwrap(), vec![0.0; 3]);
 }
+
+/// cumprod's vjp where the input holds zeros (one, several, none), in every
+/// direction and with exclusive scans, against the derivative written out:
+/// dL/dx_k = sum over the y_i covering x_k of g_i times the product of the
+/// other covered x_j. No NaN or infinity from dividing by a zero.
+#[test]
+fn cumprod_vjp_with_zeros_matches_the_product_rule() {
+    let xs: [&[f64]; 4] = [&[2.0, 0.0, 2.0, 2.0, 3.0], &[2.0, 0.0, 2.0, 0.0, 3.0], &[0.0, 1.5, -2.0, 0.5, 0.0], &[1.5, -2.0, 0.5, 3.0, 2.0]];
+    let g = [0.5, -1.0, 2.0, 1.5, 0.25];
+    for x in xs {
+        for reverse in [false, true] {
+            for inclusive in [true, false] {
+                let n = x.len();
+                let covers = |i: usize, j: usize| match (reverse, inclusive) {
+                    (false, true) => j <= i,
+                    (false, false) => j < i,
+                    (true, true) => j >= i,
+                    (true, false) => j > i,
+                };
+                let want: Vec<f64> = (0..n)
+                    .map(|k| {
+                        (0..n)
+                            .filter(|&i| covers(i, k))
+                            .map(|i| g[i] * (0..n).filter(|&j| j != k && covers(i, j)).map(|j| x[j]).product::<f64>())
+                            .sum()
+                    })
+                    .collect();
+                let (_, grads) = transforms::vjp(
+                    |a| Ok(vec![ops::cumprod(&a[0], Some(0), reverse, inclusive)?]),
+                    &[arr(x, &[n])],
+                    &[arr(&g, &[n])],
+                )
+                .unwrap();
+                close(&format!("cumprod {x:?} reverse={reverse} inclusive={inclusive}"), &read(&grads[0]), &want, 1e-12);
+            }
+        }
+    }
+}
+
+/// prod's vjp is the product of the other elements (no division): exact
+/// where inputs are zero (one zero, two zeros), over one axis and two.
+#[test]
+fn prod_vjp_with_zeros_is_the_product_of_the_others() {
+    let x = [2.0, 0.0, 3.0, -1.5, 0.5, 4.0, 0.0, 0.0, 1.5, 2.0, -2.0, 0.25];
+    let a = arr(&x, &[2, 3, 2]);
+    for axes in [vec![1usize], vec![0, 2], vec![0, 1, 2]] {
+        let ax: Vec<isize> = axes.iter().map(|&v| v as isize).collect();
+        let out_shape: Vec<usize> = [2, 3, 2].iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
+        let g: Vec<f64> = (0..out_shape.iter().product::<usize>()).map(|i| 0.5 + i as f64).collect();
+        let (_, grads) = transforms::vjp(|v| Ok(vec![ops::prod(&v[0], ax.clone(), true)?]), &[a.clone()], &[arr(&g, &out_shape)]).unwrap();
+        let idx = |i: usize| [i / 6, (i / 2) % 3, i % 2];
+        let out_index = |c: [usize; 3]| {
+            let c: Vec<usize> = (0..3).map(|d| if axes.contains(&d) { 0 } else { c[d] }).collect();
+            (c[0] * out_shape[1] + c[1]) * out_shape[2] + c[2]
+        };
+        let want: Vec<f64> = (0..12)
+            .map(|k| {
+                let ck = idx(k);
+                let others: f64 = (0..12).filter(|&j| j != k && out_index(idx(j)) == out_index(ck)).map(|j| x[j]).product();
+                g[out_index(ck)] * others
+            })
+            .collect();
+        close(&format!("prod over {axes:?}"), &read(&grads[0]), &want, 1e-12);
+    }
+}

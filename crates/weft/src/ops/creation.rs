@@ -27,10 +27,13 @@ pub fn ones(shape: &[usize], dtype: Dtype) -> Result<Array> {
 
 /// `start, start + step, ...` below `stop` (above it for a negative step).
 pub fn arange(start: f64, stop: f64, step: f64, dtype: Dtype) -> Result<Array> {
-    if step == 0.0 || !step.is_finite() || !start.is_finite() || !stop.is_finite() {
+    if step == 0.0 || step.is_nan() || !start.is_finite() || !stop.is_finite() {
         bail!(InvalidArgument, "arange needs finite bounds and a nonzero step, got ({start}, {stop}, {step})");
     }
     let n = ((stop - start) / step).ceil().max(0.0);
+    // An infinite step (as NumPy and MLX): `start` alone when it lies
+    // before `stop` in the step's direction, else nothing.
+    let (n, step) = if step.is_infinite() { (if (stop - start) * step.signum() > 0.0 { 1.0 } else { 0.0 }, 1.0) } else { (n, step) };
     if n > i32::MAX as f64 {
         bail!(InvalidArgument, "arange: {n} elements is more than the maximum array size {}", i32::MAX);
     }

@@ -54,6 +54,10 @@ crate::unary_ops!(unary_fns);
 /// Rounds to `decimals` places (halves to even, as NumPy); integers are
 /// unchanged. `decimals` may be negative (tens, hundreds, ...).
 pub fn round(a: &Array, decimals: i32) -> Result<Array> {
+    if a.dtype().is_complex() {
+        // Each part on its own, as NumPy and MLX.
+        return super::complex(&round(&super::real(a)?, decimals)?, &round(&super::imag(a)?, decimals)?);
+    }
     if decimals == 0 || !a.dtype().is_float() {
         return rint(a);
     }
@@ -138,6 +142,27 @@ pub fn where_(cond: &Array, x: &Array, y: &Array) -> Result<Array> {
     Array::from_op(Primitive::Select, inputs, shape, dtype)
 }
 
+/// `inputs`, unchanged in value, as new arrays that are evaluated only after
+/// every array of `dependencies` (MLX's `depends`): each output is a
+/// `where_` of its input with itself under a `true` that reads one element
+/// of each dependency, so evaluating an output evaluates the dependencies.
+pub fn depends(inputs: &[Array], dependencies: &[Array]) -> Result<Vec<Array>> {
+    let mut firsts = Vec::with_capacity(dependencies.len());
+    for d in dependencies {
+        let flat = super::reshape(d, &[-1])?;
+        let first = super::slice(&flat, &[super::SliceArg::range(0, d.size().min(1) as isize)])?;
+        firsts.push(astype(&first, Dtype::Bool)?);
+    }
+    let yes = Array::scalar(true);
+    let cond = if firsts.is_empty() {
+        yes
+    } else {
+        let any = super::any(&super::concatenate(&firsts, 0isize)?, crate::shape::Axes::All, false)?;
+        where_(&any, &yes, &yes)?
+    };
+    inputs.iter().map(|x| where_(&cond, x, x)).collect()
+}
+
 /// `a` limited to `[min, max]` (either bound may be absent, not both).
 pub fn clip(a: &Array, min: Option<&Array>, max: Option<&Array>) -> Result<Array> {
     let low = match min {
@@ -152,10 +177,17 @@ pub fn clip(a: &Array, min: Option<&Array>, max: Option<&Array>) -> Result<Array
 }
 
 /// -1, 0 or 1 by the sign of each element (NaN stays NaN), in `a`'s dtype.
+/// A complex number's sign is `z / |z|` (0 at 0), as NumPy 2 and MLX.
 pub fn sign(a: &Array) -> Result<Array> {
     let d = a.dtype();
     if d == Dtype::Bool {
         return Ok(a.clone());
+    }
+    if d.is_complex() {
+        let m = super::abs(a)?;
+        let zero = super::creation::scalar(0.0, Dtype::F32)?;
+        let safe = where_(&equal(&m, &zero)?, &super::creation::scalar(1.0, Dtype::F32)?, &m)?;
+        return where_(&equal(&m, &zero)?, &super::creation::scalar(0.0, d)?, &divide(a, &safe)?);
     }
     let zero = super::creation::scalar(0.0, d)?;
     let neg = if d.is_float() || matches!(d, Dtype::I32 | Dtype::I64) {

@@ -89,6 +89,102 @@ pub fn rope(x: &Array, dims: usize, traditional: bool, base: f32, scale: f32, of
     Array::from_op(prim, vec![astype(x, dtype)?], x.shape().to_vec(), dtype)
 }
 
+/// The frequencies of [`rope_with`]: MLX's `base` (inverse frequencies
+/// `base^(-2i / dims)`), or the `dims / 2` frequencies themselves (each
+/// pair `i` turns by `position / freqs[i]`).
+#[derive(Clone, Debug)]
+pub enum RopeFreqs {
+    Base(f32),
+    Freqs(Array),
+}
+
+/// The first position of [`rope_with`]: one offset (any integer), or one per
+/// example of the leading axis (`[B]` integers).
+#[derive(Clone, Debug)]
+pub enum RopeOffset {
+    One(i64),
+    PerBatch(Array),
+}
+
+/// [`rope`] with custom frequencies, negative offsets or one offset per
+/// batch example. Composed from elementwise ops (angles, `cos`/`sin`,
+/// slices, one concatenation), so it runs and differentiates everywhere;
+/// the fused [`rope`] primitive covers a positive offset with `base`.
+pub fn rope_with(x: &Array, dims: usize, traditional: bool, freqs: &RopeFreqs, scale: f32, offset: &RopeOffset) -> Result<Array> {
+    use super::{concatenate, cos, divide, exp, expand_dims, multiply, reshape, sin, slice, SliceArg};
+    if let (RopeFreqs::Base(base), RopeOffset::One(o)) = (freqs, offset) {
+        if let Ok(o) = usize::try_from(*o) {
+            return rope(x, dims, traditional, *base, scale, o);
+        }
+    }
+    if x.ndim() < 2 {
+        bail!(Shape, "rope needs an input of at least 2 dimensions [..., L, D], got {:?}", x.shape());
+    }
+    let (nd, d, l) = (x.ndim(), x.shape()[x.ndim() - 1], x.shape()[x.ndim() - 2]);
+    if dims == 0 || dims % 2 != 0 || dims > d {
+        bail!(InvalidArgument, "rope: dims must be even and in 1..={d}, got {dims}");
+    }
+    if !scale.is_finite() {
+        bail!(InvalidArgument, "rope: scale must be finite, got {scale}");
+    }
+    let dtype = float_type("rope", &[x])?;
+    let half = dims / 2;
+    let f32s = |v: f32| Array::scalar(v);
+    // Positions [.., L]: `offset + l`, scaled; per batch example, [B, 1.., L].
+    let mut pos = super::arange(0.0, l as f64, 1.0, Dtype::F32)?;
+    match offset {
+        RopeOffset::One(o) => pos = super::add(&pos, &f32s(*o as f32))?,
+        RopeOffset::PerBatch(o) => {
+            if o.ndim() != 1 || o.shape()[0] != x.shape()[0] || !o.dtype().is_integer() {
+                bail!(Shape, "rope: an offset per example must be [{}] integers for input {:?}, got {} {:?}", x.shape()[0], x.shape(), o.dtype(), o.shape());
+            }
+            let mut shape = vec![x.shape()[0] as isize];
+            shape.extend(std::iter::repeat(1).take(nd - 2));
+            pos = super::add(&reshape(&astype(o, Dtype::F32)?, &shape)?, &pos)?;
+        }
+    }
+    let pos = multiply(&pos, &f32s(scale))?;
+    let inv = match freqs {
+        RopeFreqs::Base(base) => {
+            if !(*base > 0.0 && base.is_finite()) {
+                bail!(InvalidArgument, "rope: base must be positive and finite, got {base}");
+            }
+            let i = super::arange(0.0, half as f64, 1.0, Dtype::F32)?;
+            exp(&multiply(&i, &f32s(-base.ln() / half as f32))?)?
+        }
+        RopeFreqs::Freqs(f) => {
+            if f.shape() != [half] {
+                bail!(Shape, "rope: freqs must be one-dimensional with dims / 2 = {half} elements, got shape {:?}", f.shape());
+            }
+            divide(&f32s(1.0), &astype(f, Dtype::F32)?)?
+        }
+    };
+    let theta = multiply(&expand_dims(&pos, -1isize)?, &inv)?;
+    let (c, s) = (astype(&cos(&theta)?, dtype)?, astype(&sin(&theta)?, dtype)?);
+    let x = astype(x, dtype)?;
+    let last = |start: isize, stop: isize, step: isize| -> Result<Array> {
+        let mut args = vec![SliceArg::ALL; nd];
+        args[nd - 1] = SliceArg::new(Some(start), Some(stop), step);
+        slice(&x, &args)
+    };
+    let (x1, x2) = if traditional { (last(0, dims as isize, 2)?, last(1, dims as isize, 2)?) } else { (last(0, half as isize, 1)?, last(half as isize, dims as isize, 1)?) };
+    let r1 = super::subtract(&multiply(&x1, &c)?, &multiply(&x2, &s)?)?;
+    let r2 = super::add(&multiply(&x1, &s)?, &multiply(&x2, &c)?)?;
+    let mut parts = if traditional {
+        // Interleave back: (r1_i, r2_i) pairs in place of (x_2i, x_2i+1).
+        let pairs = concatenate(&[expand_dims(&r1, -1isize)?, expand_dims(&r2, -1isize)?], -1isize)?;
+        let mut shape: Vec<isize> = pairs.shape()[..nd - 1].iter().map(|&v| v as isize).collect();
+        shape.push(dims as isize);
+        vec![reshape(&pairs, &shape)?]
+    } else {
+        vec![r1, r2]
+    };
+    if dims < d {
+        parts.push(last(dims as isize, d as isize, 1)?);
+    }
+    concatenate(&parts, -1isize)
+}
+
 /// The mask of [`scaled_dot_product_attention`].
 #[derive(Clone, Debug)]
 pub enum Mask {

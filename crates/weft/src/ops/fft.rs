@@ -197,26 +197,6 @@ one_d_transforms! {
     irfft: real true, inverse true;
 }
 
-/// The sample frequencies of an `n`-point transform with spacing `d`
-/// (`[0, 1, ..., -1] / (d * n)`), float32.
-pub fn fftfreq(n: usize, d: f64) -> Result<Array> {
-    if n == 0 || d == 0.0 {
-        bail!(InvalidArgument, "fftfreq: needs n > 0 and d != 0, got n = {n}, d = {d}");
-    }
-    let half = n.div_ceil(2) as i64;
-    let v: Vec<f32> = (0..n as i64).map(|i| (if i < half { i } else { i - n as i64 }) as f64 / (d * n as f64)).map(|x| x as f32).collect();
-    Array::from_vec(v, &[n])
-}
-
-/// The sample frequencies of an `n`-point `rfft` (`[0, ..., n / 2] / (d * n)`), float32.
-pub fn rfftfreq(n: usize, d: f64) -> Result<Array> {
-    if n == 0 || d == 0.0 {
-        bail!(InvalidArgument, "rfftfreq: needs n > 0 and d != 0, got n = {n}, d = {d}");
-    }
-    let v: Vec<f32> = (0..=n / 2).map(|i| (i as f64 / (d * n as f64)) as f32).collect();
-    Array::from_vec(v, &[n / 2 + 1])
-}
-
 fn shift(a: &Array, axes: Option<&[isize]>, inverse: bool) -> Result<Array> {
     let axes: Vec<isize> = match axes {
         Some(ax) => ax.to_vec(),
@@ -231,6 +211,37 @@ fn shift(a: &Array, axes: Option<&[isize]>, inverse: bool) -> Result<Array> {
         return Ok(a.clone());
     }
     super::roll(a, &shifts, Some(&axes))
+}
+
+/// The sample frequencies of an `n`-point FFT with sample spacing `d`
+/// (NumPy's `fftfreq`): `[0, 1, ..., (n - 1) / 2, -(n / 2), ..., -1] / (n d)`,
+/// computed in float64 and rounded once to float32.
+pub fn fftfreq(n: usize, d: f64) -> Result<Array> {
+    check_freq("fftfreq", n, d)?;
+    let positive = (n - 1) / 2 + 1;
+    let k = super::concatenate(
+        &[super::arange(0.0, positive as f64, 1.0, Dtype::F64)?, super::arange(-((n / 2) as f64), 0.0, 1.0, Dtype::F64)?],
+        0isize,
+    )?;
+    astype(&multiply(&k, &Array::scalar(1.0 / (n as f64 * d)))?, Dtype::F32)
+}
+
+/// The sample frequencies of an `n`-point real FFT (NumPy's `rfftfreq`):
+/// `[0, 1, ..., n / 2] / (n d)`, float32.
+pub fn rfftfreq(n: usize, d: f64) -> Result<Array> {
+    check_freq("rfftfreq", n, d)?;
+    let k = super::arange(0.0, (n / 2 + 1) as f64, 1.0, Dtype::F64)?;
+    astype(&multiply(&k, &Array::scalar(1.0 / (n as f64 * d)))?, Dtype::F32)
+}
+
+fn check_freq(what: &str, n: usize, d: f64) -> Result<()> {
+    if n == 0 {
+        bail!(InvalidArgument, "{what}: n must be positive, got 0");
+    }
+    if d == 0.0 || !d.is_finite() {
+        bail!(InvalidArgument, "{what}: the sample spacing d must be finite and nonzero, got {d}");
+    }
+    Ok(())
 }
 
 /// Moves the zero frequency to the middle of `axes` (every axis by default).

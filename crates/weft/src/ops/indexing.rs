@@ -3,6 +3,7 @@
 use super::{astype, broadcast_to, reshape, SliceArg};
 use crate::primitive::Primitive;
 use crate::shape::{broadcast_shapes, normalize_axis};
+use crate::dtype::Dtype;
 use crate::{bail, Array, Result};
 
 fn check_indices(op: &str, indices: &Array) -> Result<()> {
@@ -152,8 +153,12 @@ pub fn positions(a: &Array) -> Result<Array> {
 /// The inverse of [`take_along_axis`]: `a` with `values` written where
 /// `take_along_axis(a, indices, axis)` reads (flattened when `axis` is
 /// `None`).
+///
+/// An empty `indices` of any dtype (`array([])` is float32) writes nothing,
+/// as MLX.
 pub fn put_along_axis(a: &Array, indices: &Array, values: &Array, axis: Option<isize>) -> Result<Array> {
-    check_indices("put_along_axis", indices)?;
-    let at = take_along_axis(&positions(a)?, indices, axis)?;
+    let indices = if indices.size() == 0 && !indices.dtype().is_integer() { astype(indices, Dtype::I32)? } else { indices.clone() };
+    check_indices("put_along_axis", &indices)?;
+    let at = take_along_axis(&positions(a)?, &indices, axis)?;
     scatter(a, &at, values, None)
 }

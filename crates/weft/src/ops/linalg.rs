@@ -347,9 +347,19 @@ pub enum NormOrd {
 /// Vector norms over one axis and matrix norms over two, as NumPy's (and
 /// MLX's) `norm`. Without `axis`: the 2-norm of the flattened array when
 /// `ord` is `None`, else the vector or matrix norm of a 1-D or 2-D array.
-/// Integer inputs compute in float32.
+/// Integer inputs compute in float32. complex64 gives float32: the norms
+/// of the moduli `|z|` (every norm but the singular-value ones, 2, -2 and
+/// `nuc` over two axes, which are an error for complex input).
 pub fn norm(a: &Array, ord: Option<NormOrd>, axis: Option<&[isize]>, keepdims: bool) -> Result<Array> {
-    let x = astype(a, a.dtype().at_least_float())?;
+    let mut x = astype(a, a.dtype().at_least_float())?;
+    if x.dtype().is_complex() {
+        let two_axes = axis.map_or(ord.is_some() && x.ndim() == 2, |ax| ax.len() == 2);
+        let singular = matches!(ord, Some(NormOrd::Nuc)) || matches!(ord, Some(NormOrd::P(p)) if p.abs() == 2.0);
+        if two_axes && singular {
+            bail!(Dtype, "linalg::norm: the {ord:?} matrix norm of complex64 needs singular values of complex matrices, which weft does not compute");
+        }
+        x = abs(&x)?;
+    }
     let axes: Vec<usize> = match axis {
         None if ord.is_none() => return sqrt(&sum(&multiply(&x, &x)?, crate::Axes::All, keepdims)?),
         None => match x.ndim() {

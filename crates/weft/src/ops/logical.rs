@@ -6,6 +6,7 @@
 //! as in NumPy and MLX.
 
 use super::{abs, add, astype, equal, full, greater, less, less_equal, multiply, not_equal, subtract, sum, where_};
+use super::complex::{imag, real};
 use super::creation::scalar;
 use crate::dtype::Dtype;
 use crate::shape::Axes;
@@ -34,24 +35,34 @@ pub fn logical_or(a: &Array, b: &Array) -> Result<Array> {
     where_(&truth(a)?, &Array::scalar(true), &truth(b)?)
 }
 
-/// Which elements are NaN (none of an integer array).
+/// Which elements are NaN (none of an integer array; a complex number is
+/// NaN when either part is).
 pub fn isnan(a: &Array) -> Result<Array> {
+    if a.dtype().is_complex() {
+        return logical_or(&isnan(&real(a)?)?, &isnan(&imag(a)?)?);
+    }
     if !a.dtype().is_float() {
         return full(a.shape(), false);
     }
     not_equal(a, a)
 }
 
-/// Which elements are +inf or -inf.
+/// Which elements are +inf or -inf (a complex number: either part).
 pub fn isinf(a: &Array) -> Result<Array> {
+    if a.dtype().is_complex() {
+        return logical_or(&isinf(&real(a)?)?, &isinf(&imag(a)?)?);
+    }
     if !a.dtype().is_float() {
         return full(a.shape(), false);
     }
     equal(&abs(a)?, &scalar(f64::INFINITY, a.dtype())?)
 }
 
-/// Which elements are neither infinite nor NaN.
+/// Which elements are neither infinite nor NaN (a complex number: both parts).
 pub fn isfinite(a: &Array) -> Result<Array> {
+    if a.dtype().is_complex() {
+        return logical_and(&isfinite(&real(a)?)?, &isfinite(&imag(a)?)?);
+    }
     if !a.dtype().is_float() {
         return full(a.shape(), true);
     }
@@ -78,8 +89,10 @@ pub fn any(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
 pub fn isclose(a: &Array, b: &Array, rtol: f64, atol: f64, equal_nan: bool) -> Result<Array> {
     let dtype = Dtype::promote(a.dtype(), b.dtype()).at_least_float();
     let (a, b) = (astype(a, dtype)?, astype(b, dtype)?);
+    // `abs` of complex64 is float32: the bound is compared in real numbers.
+    let real_dtype = if dtype.is_complex() { Dtype::F32 } else { dtype };
     let diff = abs(&subtract(&a, &b)?)?;
-    let tol = add(&scalar(atol, dtype)?, &multiply(&scalar(rtol, dtype)?, &abs(&b)?)?)?;
+    let tol = add(&scalar(atol, real_dtype)?, &multiply(&scalar(rtol, real_dtype)?, &abs(&b)?)?)?;
     // An infinity is close only to itself: `inf - (-inf)` is inf, and so is
     // the tolerance `rtol * |inf|`, so the bound alone would call them close.
     let finite = logical_not(&logical_or(&isinf(&a)?, &isinf(&b)?)?)?;
@@ -113,18 +126,18 @@ pub fn logical_xor(a: &Array, b: &Array) -> Result<Array> {
     not_equal(&truth(a)?, &truth(b)?)
 }
 
-/// Where `a` is `+inf` (never, for non-floats).
+/// Where `a` is `+inf` (never, for non-floats; a complex number equal to `inf + 0j`, as MLX).
 pub fn isposinf(a: &Array) -> Result<Array> {
     let inf = astype(&Array::scalar(f64::INFINITY), a.dtype().at_least_float())?;
-    if !a.dtype().is_float() {
+    if !a.dtype().is_inexact() {
         return super::zeros(a.shape(), Dtype::Bool);
     }
     equal(a, &inf)
 }
 
-/// Where `a` is `-inf` (never, for non-floats).
+/// Where `a` is `-inf` (never, for non-floats; a complex number equal to `-inf + 0j`, as MLX).
 pub fn isneginf(a: &Array) -> Result<Array> {
-    if !a.dtype().is_float() {
+    if !a.dtype().is_inexact() {
         return super::zeros(a.shape(), Dtype::Bool);
     }
     equal(a, &astype(&Array::scalar(f64::NEG_INFINITY), a.dtype())?)

@@ -60,8 +60,10 @@ pub fn inner(a: &Array, b: &Array) -> Result<Array> {
     }
     let dims = |s: &[usize]| -> Vec<isize> { s.iter().map(|&d| d as isize).collect() };
     let out: Vec<isize> = dims(&[&a.shape()[..a.ndim() - 1], &b.shape()[..b.ndim() - 1]].concat());
-    let a2 = reshape(a, &[-1, ka as isize])?;
-    let b2 = reshape(b, &[-1, kb as isize])?;
+    // `-1` cannot be inferred beside a zero-length axis: give the rows.
+    let rows = |s: &[usize]| s[..s.len() - 1].iter().product::<usize>() as isize;
+    let a2 = reshape(a, &[rows(a.shape()), ka as isize])?;
+    let b2 = reshape(b, &[rows(b.shape()), kb as isize])?;
     let p = if Dtype::promote(a.dtype(), b.dtype()).is_inexact() {
         matmul(&a2, &super::transpose(&b2, &[1, 0])?)?
     } else {
@@ -94,7 +96,9 @@ pub fn addmm(c: &Array, a: &Array, b: &Array, alpha: f64, beta: f64) -> Result<A
 /// `sum(a * b, axis)` (the vectors along `axis`, broadcast): the array
 /// API's `vecdot`.
 pub fn vecdot(a: &Array, b: &Array, axis: isize) -> Result<Array> {
-    super::sum(&super::multiply(a, b)?, axis, false)
+    // complex64: the first operand is conjugated (NumPy's and the array API's `vecdot`).
+    let a = if a.dtype().is_complex() { super::conjugate(a)? } else { a.clone() };
+    super::sum(&super::multiply(&a, b)?, axis, false)
 }
 
 /// Sums products over `a`'s axes `axes_a` and `b`'s `axes_b` (paired in

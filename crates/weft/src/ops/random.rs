@@ -149,9 +149,16 @@ pub fn uniform(low: f64, high: f64, shape: &[usize], dtype: Dtype, key: Option<&
 
 /// Normal floats with mean `loc` and standard deviation `scale` (Box-Muller
 /// on two independent uniform streams, in float64).
+///
+/// complex64 (as MLX): real and imaginary parts independent, each with
+/// variance 1/2, so `|z - loc|` has mean square `scale^2`.
 pub fn normal(shape: &[usize], dtype: Dtype, loc: f64, scale: f64, key: Option<&Array>) -> Result<Array> {
+    if dtype.is_complex() {
+        let z = complex_normal(shape, key)?;
+        return add(&multiply(&z, &Array::scalar(scale as f32))?, &Array::scalar(loc as f32)).and_then(|x| astype(&x, dtype));
+    }
     if !dtype.is_float() {
-        bail!(Dtype, "normal needs a float dtype, got {dtype}");
+        bail!(Dtype, "normal needs a float dtype, got {dtype} (a float dtype or complex64)");
     }
     let n = numel(shape);
     let u = unit(&[2, n], key)?;
@@ -161,9 +168,52 @@ pub fn normal(shape: &[usize], dtype: Dtype, loc: f64, scale: f64, key: Option<&
     let u2 = slice(&u, &[SliceArg::range(1, 2)])?;
     let r = sqrt(&multiply(&log(&u1)?, &Array::scalar(-2.0f64))?)?;
     let z = multiply(&r, &cos(&multiply(&u2, &Array::scalar(2.0 * std::f64::consts::PI))?)?)?;
-    let z = add(&multiply(&z, &Array::scalar(scale))?, &Array::scalar(loc))?;
+    // Standard samples in `dtype`, then scaled and shifted in `dtype` (as
+    // MLX), so `normal(loc, scale)` is `loc + scale * normal()` exactly.
     let shape: Vec<isize> = shape.iter().map(|&d| d as isize).collect();
-    astype(&reshape(&z, &shape)?, dtype)
+    let z = astype(&reshape(&z, &shape)?, dtype)?;
+    if scale == 1.0 && loc == 0.0 {
+        return Ok(z);
+    }
+    add(&multiply(&z, &super::creation::scalar(scale, dtype)?)?, &super::creation::scalar(loc, dtype)?)
+}
+
+/// Standard complex normal samples of `shape` (complex64): one draw of
+/// `shape + [2]` real normals of variance 1/2, the last axis split into the
+/// real and imaginary parts.
+pub fn complex_normal(shape: &[usize], key: Option<&Array>) -> Result<Array> {
+    let mut pair = shape.to_vec();
+    pair.push(2);
+    let z = normal(&pair, Dtype::F32, 0.0, std::f64::consts::FRAC_1_SQRT_2, key)?;
+    let part = |i: isize| -> Result<Array> {
+        let mut args = vec![SliceArg::ALL; pair.len()];
+        args[shape.len()] = SliceArg::range(i, i + 1);
+        let dims: Vec<isize> = shape.iter().map(|&d| d as isize).collect();
+        reshape(&slice(&z, &args)?, &dims)
+    };
+    super::complex(&part(0)?, &part(1)?)
+}
+
+/// The calling thread's default key (`uint32[2]`) as it stands, without
+/// advancing it (what `mx.random.state[0]` reads).
+pub fn current_key() -> Array {
+    let words = DEFAULT.with(|d| {
+        let epoch = EPOCH.load(Ordering::SeqCst);
+        match d.get() {
+            Some((e, k)) if e == epoch => k,
+            _ => key_words(SEED.load(Ordering::SeqCst)),
+        }
+    });
+    Array::from_vec(words.to_vec(), &[2]).expect("two words fill a key")
+}
+
+/// Makes `key` (a `uint32[2]` array; read, which evaluates it) the calling
+/// thread's default key: the next call without `key=` splits it.
+pub fn set_current_key(key: &Array) -> Result<()> {
+    let k = resolve_key(Some(key))?;
+    let w = k.to_vec::<u32>()?;
+    DEFAULT.with(|d| d.set(Some((EPOCH.load(Ordering::SeqCst), [w[0], w[1]]))));
+    Ok(())
 }
 
 /// Uniform integers in `[low, high)`.

@@ -61,14 +61,37 @@ pub fn count_nonzero(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result
     astype(&sum(&nonzero, axes, keepdims)?, Dtype::I32)
 }
 
-/// Maximum over `axes` (`Axes::All`: every axis).
+/// Maximum over `axes` (`Axes::All`: every axis). complex64 is ordered
+/// by real part, then imaginary part (as MLX); a NaN in either part makes
+/// the result NaN.
 pub fn max(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
+    if a.dtype().is_complex() {
+        return complex_extreme(ReduceOp::Max, a, axes.into(), keepdims);
+    }
     reduce(ReduceOp::Max, a, axes.into(), keepdims)
 }
 
-/// Minimum over `axes` (`Axes::All`: every axis).
+/// Minimum over `axes` (`Axes::All`: every axis); complex64 as in [`max`].
 pub fn min(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
+    if a.dtype().is_complex() {
+        return complex_extreme(ReduceOp::Min, a, axes.into(), keepdims);
+    }
     reduce(ReduceOp::Min, a, axes.into(), keepdims)
+}
+
+/// Max or min of complex64 in the lexicographic order (real, then
+/// imaginary), composed from real reductions: the extreme real part, then
+/// the extreme imaginary part among the elements that reach it.
+fn complex_extreme(op: ReduceOp, a: &Array, axes: Axes, keepdims: bool) -> Result<Array> {
+    let (re, im) = (super::real(a)?, super::imag(a)?);
+    let top = reduce(op, &re, axes.clone(), true)?;
+    let reaches = super::equal(&re, &top)?;
+    let excluded = scalar(if op == ReduceOp::Max { f64::NEG_INFINITY } else { f64::INFINITY }, Dtype::F32)?;
+    let im_top = reduce(op, &super::where_(&reaches, &im, &excluded)?, axes.clone(), true)?;
+    let nan = super::any(&super::isnan(a)?, axes.clone(), true)?;
+    let out = super::where_(&nan, &scalar(f64::NAN, Dtype::C64)?, &super::complex(&top, &im_top)?)?;
+    let axes = axes.normalize(a.ndim())?;
+    squeeze_axes(out, &axes, keepdims)
 }
 
 /// Mean over `axes` (`Axes::All`: every axis); integers give float32.
@@ -83,13 +106,20 @@ pub fn mean(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
 
 /// Variance over `axes` (`Axes::All`: every axis), dividing by `n - ddof`;
 /// integers give float32.
+/// complex64 gives float32: the mean of `|x - mean|^2`.
 pub fn var(a: &Array, axes: impl Into<Axes>, keepdims: bool, ddof: usize) -> Result<Array> {
     let dtype = a.dtype().at_least_float();
     let a = astype(a, dtype)?;
     let axes = axes.into();
     let ax = axes.normalize(a.ndim())?;
     let n: usize = ax.iter().map(|&i| a.shape()[i]).product();
-    let centered = subtract(&a, &mean(&a, axes.clone(), true)?)?;
+    let mut centered = subtract(&a, &mean(&a, axes.clone(), true)?)?;
+    let dtype = if dtype.is_complex() {
+        centered = super::abs(&centered)?;
+        Dtype::F32
+    } else {
+        dtype
+    };
     let ss = sum(&multiply(&centered, &centered)?, axes, keepdims)?;
     // As NumPy: n <= ddof gives inf or NaN, not an error.
     let denom = n as f64 - ddof as f64;

@@ -326,6 +326,32 @@ pub enum PadMode {
     Constant(f64),
     /// Each new element repeats the nearest edge element.
     Edge,
+    /// The axis mirrored about its edge elements, not repeating them
+    /// (NumPy's `reflect`: `[c, b | a, b, c | b, a]`), as often as needed.
+    Reflect,
+    /// The axis mirrored including its edge elements (NumPy's
+    /// `symmetric`: `[b, a | a, b, c | c, b]`), as often as needed.
+    Symmetric,
+}
+
+/// The source index along an axis of length `n > 0` of padded position `p`
+/// (negative before the axis, `>= n` after it) for a mirroring mode: the
+/// mirrored axis repeats with period `2 (n - 1)` (reflect) or `2 n`
+/// (symmetric).
+fn mirror_index(p: i64, n: i64, mode: &PadMode) -> i64 {
+    match mode {
+        PadMode::Reflect if n == 1 => 0,
+        PadMode::Reflect => {
+            let m = 2 * (n - 1);
+            let j = p.rem_euclid(m);
+            if j >= n { m - j } else { j }
+        }
+        _ => {
+            let m = 2 * n;
+            let j = p.rem_euclid(m);
+            if j >= n { m - 1 - j } else { j }
+        }
+    }
 }
 
 /// `a` with `widths[i] = (before, after)` new elements on each side of axis
@@ -340,11 +366,22 @@ pub fn pad(a: &Array, widths: &[(usize, usize)], mode: PadMode) -> Result<Array>
             continue;
         }
         let n = out.shape()[ax];
+        if matches!(mode, PadMode::Reflect | PadMode::Symmetric) {
+            if n == 0 {
+                bail!(Shape, "pad: {mode:?} mode needs a non-empty axis {ax} (shape {:?})", out.shape());
+            }
+            // One gather along the axis: each padded position reads its mirror.
+            let idx: Vec<i64> = (0..lo + n + hi).map(|i| mirror_index(i as i64 - lo as i64, n as i64, &mode)).collect();
+            let len = idx.len();
+            out = super::take(&out, &Array::from_vec(idx, &[len])?, Some(ax as isize))?;
+            continue;
+        }
         let side = |w: usize, at_end: bool| -> Result<Array> {
             let mut shape = out.shape().to_vec();
             shape[ax] = w;
             match &mode {
                 PadMode::Constant(v) => broadcast_to(&super::creation::scalar(*v, out.dtype())?, &shape),
+                PadMode::Reflect | PadMode::Symmetric => unreachable!("mirroring modes gather above"),
                 PadMode::Edge => {
                     if n == 0 {
                         bail!(Shape, "pad: edge mode needs a non-empty axis {ax} (shape {:?})", out.shape());
@@ -462,11 +499,13 @@ pub fn roll(a: &Array, shift: &[isize], axes: Option<&[isize]>) -> Result<Array>
         let shape: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
         return reshape(&roll(&flat, &[s], Some(&[0]))?, &shape);
     };
-    // One shift for every axis, or one per axis.
-    let shifts: Vec<isize> = match shift.len() {
-        1 => vec![shift[0]; axes.len()],
-        n if n == axes.len() => shift.to_vec(),
-        _ => bail!(InvalidArgument, "roll: {} shifts for {} axes", shift.len(), axes.len()),
+    // Shifts and axes broadcast together (as NumPy): one shift for every
+    // axis, one axis for every shift (they add up), or one per axis.
+    let (shifts, axes): (Vec<isize>, Vec<isize>) = match (shift.len(), axes.len()) {
+        (s, n) if s == n => (shift.to_vec(), axes.to_vec()),
+        (1, n) => (vec![shift[0]; n], axes.to_vec()),
+        (s, 1) => (shift.to_vec(), vec![axes[0]; s]),
+        (s, n) => bail!(InvalidArgument, "roll: {s} shifts for {n} axes"),
     };
     let mut out = a.clone();
     for (&ax, &s) in axes.iter().zip(&shifts) {

@@ -24,6 +24,10 @@ fn prepare(a: &Array, axis: Option<isize>) -> Result<(Array, usize)> {
 /// NaN sorts last.
 pub fn sort(a: &Array, axis: Option<isize>) -> Result<Array> {
     let (x, ax) = prepare(a, axis)?;
+    if x.dtype().is_complex() {
+        let out = super::take_along_axis(&x, &complex_argsort_last(&x)?, Some(-1))?;
+        return from_end(&out, &[ax]);
+    }
     let out = Array::from_op(Primitive::Sort, vec![x.clone()], x.shape().to_vec(), x.dtype())?;
     from_end(&out, &[ax])
 }
@@ -37,8 +41,24 @@ pub fn sort(a: &Array, axis: Option<isize>) -> Result<Array> {
 /// ```
 pub fn argsort(a: &Array, axis: Option<isize>) -> Result<Array> {
     let (x, ax) = prepare(a, axis)?;
+    if x.dtype().is_complex() {
+        return from_end(&complex_argsort_last(&x)?, &[ax]);
+    }
     let out = Array::from_op(Primitive::ArgSort, vec![x.clone()], x.shape().to_vec(), Dtype::U32)?;
     from_end(&out, &[ax])
+}
+
+/// The stable argsort of complex64 `x` along its last axis in MLX's order
+/// (real part, then imaginary part; NaN parts last): two stable passes,
+/// by the imaginary part and then by the real part.
+fn complex_argsort_last(x: &Array) -> Result<Array> {
+    let by_imag = argsort_last(&super::imag(x)?)?;
+    let re = super::take_along_axis(&super::real(x)?, &by_imag, Some(-1))?;
+    super::take_along_axis(&by_imag, &argsort_last(&re)?, Some(-1))
+}
+
+fn argsort_last(x: &Array) -> Result<Array> {
+    Array::from_op(Primitive::ArgSort, vec![x.clone()], x.shape().to_vec(), Dtype::U32)
 }
 
 /// The `k` largest elements along `axis` (the flattened array when
@@ -49,7 +69,7 @@ pub fn topk(a: &Array, k: usize, axis: Option<isize>) -> Result<Array> {
     if k > n {
         bail!(InvalidArgument, "topk: k = {k} is larger than the axis ({n})");
     }
-    let sorted = Array::from_op(Primitive::Sort, vec![x.clone()], x.shape().to_vec(), x.dtype())?;
+    let sorted = sort(&x, Some(-1))?;
     let mut args = vec![SliceArg::ALL; x.ndim()];
     *args.last_mut().expect("an axis") = SliceArg::range((n - k) as isize, n as isize);
     from_end(&slice(&sorted, &args)?, &[ax])

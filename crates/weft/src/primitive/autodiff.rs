@@ -636,9 +636,26 @@ impl Primitive {
             Primitive::Complex(op) => one(complex_vjp(*op, x, g)),
             Primitive::Fft { axes, inverse, real } => one(fft_vjp(axes, *inverse, *real, x, g)),
             Primitive::Reduce { op: ReduceOp::Sum, .. } => one(o::broadcast_to(g, x.shape())),
-            // d prod / dx_i = prod / x_i (infinite or NaN where x_i is 0, as
-            // the quotient rule gives; MLX's rule for zeros is not kept).
-            Primitive::Reduce { op: ReduceOp::Prod, .. } => one(o::multiply(g, &o::divide(out, x)?)),
+            // d prod / dx_k = the product of the other elements: with the
+            // reduced axes moved last and flattened, an exclusive cumprod
+            // from each side, multiplied. No division, so zeros are exact.
+            Primitive::Reduce { op: ReduceOp::Prod, axes } => {
+                let nd = x.ndim();
+                let perm: Vec<usize> = (0..nd).filter(|a| !axes.contains(a)).chain(axes.iter().copied()).collect();
+                let mut inverse = vec![0isize; nd];
+                for (i, &p) in perm.iter().enumerate() {
+                    inverse[p] = i as isize;
+                }
+                let xt = o::transpose(x, &perm.iter().map(|&p| p as isize).collect::<Vec<_>>())?;
+                let kept = nd - axes.len();
+                let mut flat = dims(&xt.shape()[..kept]);
+                flat.push(-1);
+                let f = o::reshape(&xt, &flat)?;
+                let before = o::cumprod(&f, Some(-1), false, false)?;
+                let after = o::cumprod(&f, Some(-1), true, false)?;
+                let others = o::reshape(&o::multiply(&before, &after)?, &dims(xt.shape()))?;
+                one(o::multiply(g, &o::transpose(&others, &inverse)?))
+            }
             Primitive::Reduce { op: ReduceOp::Max | ReduceOp::Min, axes } => {
                 // Split evenly between the elements equal to the extreme.
                 let hit = o::astype(&o::equal(x, out)?, g.dtype())?;
@@ -734,10 +751,23 @@ impl Primitive {
             Primitive::Scan { op: ReduceOp::Sum, axis, reverse, inclusive } => one(o::cumsum(g, Some(*axis as isize), !reverse, *inclusive)),
             // y_i = prod of the x_j it covers, so dL/dx_k = sum over the y_i
             // covering x_k of g_i y_i / x_k: the opposite scan of g * y,
-            // over x (infinite or NaN where x_k is 0, as for `prod`).
+            // over x, wherever no zero comes at or before k in scan order.
+            // At the first zero z, the product without x_z: the same scan
+            // of g * cumprod(x with x_z := 1). After it every covering
+            // product holds x_z = 0, so the derivative is 0. No division
+            // by zero anywhere.
             Primitive::Scan { op: ReduceOp::Prod, axis, reverse, inclusive } => {
-                let covered = o::cumsum(&o::multiply(g, out)?, Some(*axis as isize), !reverse, *inclusive)?;
-                one(o::divide(&covered, x))
+                let ax = Some(*axis as isize);
+                let c = |v: f64| o::astype(&Array::scalar(v), x.dtype());
+                let is_zero = o::equal(x, &c(0.0)?)?;
+                let seen = o::cumsum(&o::astype(&is_zero, Dtype::I32)?, ax, *reverse, true)?;
+                let none_yet = o::equal(&seen, &Array::scalar(0i32))?;
+                let first = o::logical_and(&is_zero, &o::equal(&seen, &Array::scalar(1i32))?)?;
+                let covered = o::cumsum(&o::multiply(g, out)?, ax, !reverse, *inclusive)?;
+                let before = o::divide(&covered, &o::where_(&is_zero, &c(1.0)?, x)?)?;
+                let without_first = o::cumprod(&o::where_(&first, &c(1.0)?, x)?, ax, *reverse, *inclusive)?;
+                let at_first = o::cumsum(&o::multiply(g, &without_first)?, ax, !reverse, *inclusive)?;
+                one(o::where_(&none_yet, &before, &o::where_(&first, &at_first, &c(0.0)?)?))
             }
             Primitive::Scan { op: op @ (ReduceOp::Max | ReduceOp::Min), axis, reverse, inclusive } => {
                 // Each y_i is the x_k where the running extreme was last

@@ -189,10 +189,17 @@ impl Queue {
         finish.complete(result);
     }
 
-    /// Records `node`'s result and counts its task completed.
-    fn complete(&self, node: &Array, result: Result<Data>) {
+    /// Records `node`'s result and counts its task completed. The runner's
+    /// handle on the node is let go inside the count (the closure owns it),
+    /// so once `synchronize` sees the task counted, a result no one else
+    /// holds is already freed (rule 7: nothing the queue ran stays alive
+    /// behind it; rule 8: the count moves exactly once per task).
+    fn complete(&self, node: Array, result: Result<Data>) {
         node.0.state.complete(result);
-        self.lane.complete(|position| node.0.exec_position.store(position, Ordering::Release));
+        self.lane.complete(move |position| {
+            node.0.exec_position.store(position, Ordering::Release);
+            drop(node);
+        });
     }
 
     /// Blocks until every task pushed before the call has completed.
@@ -214,7 +221,7 @@ struct Finish<'a> {
 impl Finish<'_> {
     fn complete(mut self, result: Result<Data>) {
         if let Some(node) = self.node.take() {
-            self.queue.complete(&node, result);
+            self.queue.complete(node, result);
         }
     }
 
@@ -228,7 +235,7 @@ impl Drop for Finish<'_> {
     fn drop(&mut self) {
         if let Some(node) = self.node.take() {
             let e = Error::Internal(format!("the runner of {} panicked before it completed", node.stream()));
-            self.queue.complete(&node, Err(e));
+            self.queue.complete(node, Err(e));
         }
     }
 }

@@ -91,7 +91,8 @@ macro_rules! int_arith {
             }
             #[inline(always)] fn pow(self, o: Self) -> Self {
                 #[allow(unused_comparisons)]
-                if o < 0 { if self == 1 { 1 } else { 0 } } else { self.wrapping_pow(o as u32) }
+                // A negative exponent gives 0, whatever the base (MLX's rule).
+                if o < 0 { 0 } else { self.wrapping_pow(o as u32) }
             }
             #[inline(always)] fn neg(self) -> Self { self.wrapping_neg() }
             #[inline(always)] fn abs(self) -> Self { let $a = self; $abs }

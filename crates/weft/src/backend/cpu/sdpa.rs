@@ -69,8 +69,8 @@ pub(crate) fn sdpa(scale: f32, causal: bool, inputs: &[Data], out: OutSpec<'_>) 
                 }
                 m = m_new;
             }
-            // A row with no visible key gives 0/0 = NaN, as the unfused
-            // softmax of an all -inf row does.
+            // A row whose visible keys all score -inf (a float mask of
+            // -inf) gives 0/0 = NaN, as the unfused softmax of such a row.
             let inv = sum.recip();
             for (o, &a) in y.iter_mut().zip(&acc) {
                 *o = T::from_acc(if sum == A::zero() { A::nan() } else { a * inv });
@@ -86,7 +86,7 @@ fn dims4(shape: &[usize]) -> Result<[usize; 4]> {
 }
 
 /// The mask's elements as additive scores (a bool mask keeps `true`: 0, and
-/// drops `false`: -inf), addressed through the mask's own strides, so a
+/// drops `false`: the lowest finite value), addressed through the mask's own strides, so a
 /// broadcast mask is read without being expanded.
 struct MaskSource<A> {
     values: Vec<A>,
@@ -112,7 +112,11 @@ fn mask_source<A: Acc>(m: &Data) -> Result<MaskSource<A>> {
         .map_err(|_| Error::Shape(format!("attention mask must be 4-D, got {:?}", m.layout.shape)))?;
     let buf = m.cpu_buffer();
     let values: Vec<A> = match buf.dtype() {
-        Dtype::Bool => buf.as_slice::<bool>().iter().map(|&k| if k { A::zero() } else { A::neg_infinity() }).collect(),
+        // A dropped key scores the lowest finite value (MLX's rule), so a
+        // row with every key dropped averages the values (uniform weights)
+        // instead of dividing 0 by 0; with any key kept, the dropped ones
+        // weigh exp(lowest - max) = 0.
+        Dtype::Bool => buf.as_slice::<bool>().iter().map(|&k| if k { A::zero() } else { A::min_value() }).collect(),
         dt => super::dispatch!(dt, T => {
             buf.as_slice::<T>().iter().map(|&x| A::of_f64(crate::dtype::Element::to_f64(x))).collect()
         }),

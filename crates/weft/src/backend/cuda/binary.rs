@@ -91,8 +91,8 @@ fn arith(op: BinaryOp, d: Dtype, x: &str, y: &str) -> String {
         BinaryOp::Rem if signed => format!("({y} == -1 ? ({ct})0 : rem_int<{ct}>({x}, {y}))"),
         BinaryOp::Rem => format!("({y} == 0 ? ({ct})0 : ({ct})({x} % {y}))"),
         BinaryOp::Pow => {
-            // wrapping_pow(y as u32); a negative exponent gives 1 for base 1, else 0.
-            let neg = if signed { format!("{y} < 0 ? ({ct})({x} == 1 ? 1 : 0) : ") } else { String::new() };
+            // A negative exponent gives 0, whatever the base (MLX's rule, as the CPU kernel).
+            let neg = if signed { format!("{y} < 0 ? ({ct})0 : ") } else { String::new() };
             format!(
                 "({neg}({ct})ipow(({u}){x}, (unsigned int){y}))"
             )

@@ -99,8 +99,12 @@ fn source(d: Dtype, acc: &str, dq: usize, dv: usize, causal: bool, mt: Option<Dt
     let mask_t = mt.map_or("unsigned char", ctype);
     let mask_add = match mt {
         None => String::new(),
+        // A dropped key scores the lowest finite value (as MLX and the CPU
+        // kernel), so a row with every key dropped averages the values
+        // instead of dividing 0 by 0.
         Some(Dtype::Bool) => format!(
-            "if (!mask[b * p.v[12] + h * p.v[13] + i * p.v[14] + j * p.v[15]]) sc = -{inf};"
+            "if (!mask[b * p.v[12] + h * p.v[13] + i * p.v[14] + j * p.v[15]]) sc = ({acc}){};",
+            if acc == "double" { "-1.7976931348623157e308" } else { "-3.40282347e38f" }
         ),
         Some(m) => format!(
             "sc = sc + ({acc}){};",
