@@ -997,6 +997,43 @@ fn quantized_ops_match_cpu() {
 
 #[test]
 #[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn quantized_matvec_matches_cpu() {
+    // The warp-per-output kernel (`x @ w.T`, 4- and 8-bit codes, groups of
+    // 32/64/128): every row count of x up to a block's 8 and past it (row
+    // blocks), odd output sizes, batched x against one weight matrix, and
+    // a contracted axis long enough that fewer rows fit in shared memory.
+    let _g = serial();
+    for bits in [4u32, 8] {
+        for gs in [32usize, 64, 128] {
+            for (di, dt) in [Dtype::F32, Dtype::F16, Dtype::BF16].into_iter().enumerate() {
+                let seed = 4000 + 100 * bits as u64 + gs as u64 + 10 * di as u64;
+                for (n, kdim) in [(37usize, 256usize), (1, 384), (67, 1536)] {
+                    let w = random(&[n, kdim], dt, -1.0, 1.0, seed);
+                    let (wq, s, b) = weft::with_stream(cpu(), || ops::quantize(&w, gs, bits)).unwrap();
+                    let ms: &[usize] = if kdim == 1536 { &[1, 8, 13] } else { &[1, 2, 3, 4, 5, 6, 7, 8, 13] };
+                    for &m in ms {
+                        let what = format!("qmv bits {bits} gs {gs} {dt} m {m} n {n} k {kdim}");
+                        let x = random(&[m, kdim], dt, -1.0, 1.0, seed + m as u64);
+                        same_as_cpu(&what, 2e-2, || ops::quantized_matmul(&x, &wq, &s, &b, true, gs, bits));
+                    }
+                    // Batched x (a decode step of two sequences) against one matrix,
+                    // and x read through a transpose.
+                    let xb = random(&[2, 3, kdim], dt, -1.0, 1.0, seed + 50);
+                    same_as_cpu(&format!("qmv batched bits {bits} gs {gs} {dt} k {kdim}"), 2e-2, || {
+                        ops::quantized_matmul(&xb, &wq, &s, &b, true, gs, bits)
+                    });
+                    let xt = random(&[kdim, 5], dt, -1.0, 1.0, seed + 51);
+                    same_as_cpu(&format!("qmv strided x bits {bits} gs {gs} {dt} k {kdim}"), 2e-2, || {
+                        ops::quantized_matmul(&ops::transpose(&xt, &[1, 0])?, &wq, &s, &b, true, gs, bits)
+                    });
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
 fn complex64_on_a_gpu_stream_matches_cpu() {
     // complex64 has no CUDA kernels: each of its primitives runs on the
     // host from a GPU stream (views, slice_update and the FFTs included).
