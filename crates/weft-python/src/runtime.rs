@@ -102,9 +102,12 @@ fn get_cache_memory() -> usize {
     0
 }
 
-/// weft keeps no buffer cache: nothing to clear.
+/// weft keeps no buffer cache; this hands the host memory freed buffers left
+/// with the allocator back to the operating system.
 #[pyfunction]
-fn clear_cache() {}
+fn clear_cache() {
+    weft::release_free_memory()
+}
 
 /// The cache limit last set (MLX's default: no limit). weft keeps no buffer
 /// cache, so its cache (always 0 bytes) is within any limit.

@@ -223,12 +223,24 @@ impl Engine {
         let mut seqs: Vec<Seq> = vec![];
         let mut jobs: HashMap<u64, JobState> = HashMap::new();
         let mut next_job = 0u64;
+        // Whether a step ran since the engine last went idle.
+        let mut worked = false;
         loop {
             {
                 let mut q = self.lock();
                 while seqs.is_empty() && q.jobs.is_empty() {
                     if q.closed {
                         return;
+                    }
+                    if std::mem::take(&mut worked) {
+                        // Idle again: the finished sequences' caches are
+                        // dropped; give their pages back to the OS so the
+                        // resident size returns to its idle level. Not under
+                        // the queue lock: submit never waits on a trim.
+                        drop(q);
+                        weft::release_free_memory();
+                        q = self.lock();
+                        continue;
                     }
                     q = self.wake.wait_timeout(q, Duration::from_millis(200)).unwrap_or_else(|p| p.into_inner()).0;
                 }
@@ -264,6 +276,7 @@ impl Engine {
             seqs.retain(|s| jobs.contains_key(&s.job));
             if !seqs.is_empty() {
                 self.step(&mut seqs, &mut jobs);
+                worked = true;
             }
             let waiting = self.lock().jobs.len();
             self.update_gauges(&seqs, waiting);

@@ -39,7 +39,7 @@ pub use array::Array;
 /// The `half` crate, whose `f16`/`bf16` are weft's 16-bit float elements.
 pub use half;
 pub use ops::{fast, linalg, random};
-pub use buffer::{active_memory, peak_memory, reset_peak_memory, set_memory_limit};
+pub use buffer::{active_memory, peak_memory, release_free_memory, reset_peak_memory, set_memory_limit};
 pub use device::{default_device, set_default_device, Device, DeviceType};
 pub use complex::Complex64;
 pub use dtype::Dtype;
