@@ -49,12 +49,18 @@ pub fn argsort(a: &Array, axis: Option<isize>) -> Result<Array> {
 }
 
 /// The stable argsort of complex64 `x` along its last axis in MLX's order
-/// (real part, then imaginary part; NaN parts last): two stable passes,
-/// by the imaginary part and then by the real part.
+/// (real part, then imaginary part) with NaN parts last as NumPy puts them
+/// (`R+Rj`, then `R+nanj`, `nan+Rj`, `nan+nanj`): three stable passes, by
+/// the imaginary part, by the real part, then by that NaN class.
 fn complex_argsort_last(x: &Array) -> Result<Array> {
-    let by_imag = argsort_last(&super::imag(x)?)?;
-    let re = super::take_along_axis(&super::real(x)?, &by_imag, Some(-1))?;
-    super::take_along_axis(&by_imag, &argsort_last(&re)?, Some(-1))
+    let (re, im) = (super::real(x)?, super::imag(x)?);
+    let by_imag = argsort_last(&im)?;
+    let re_by_imag = super::take_along_axis(&re, &by_imag, Some(-1))?;
+    let by_real = super::take_along_axis(&by_imag, &argsort_last(&re_by_imag)?, Some(-1))?;
+    let nan = |p: &Array| super::astype(&super::isnan(p)?, Dtype::U32);
+    let class = super::add(&super::multiply(&nan(&re)?, &Array::scalar(2u32))?, &nan(&im)?)?;
+    let class_by_real = super::take_along_axis(&class, &by_real, Some(-1))?;
+    super::take_along_axis(&by_real, &argsort_last(&class_by_real)?, Some(-1))
 }
 
 fn argsort_last(x: &Array) -> Result<Array> {
