@@ -22,16 +22,34 @@ const QCODE: &str = "__device__ __forceinline__ unsigned int qcode(const unsigne
 \x20 if (off + bits > 32) v |= ((unsigned long long)w[(i + 1) * ws]) << 32;\n\
 \x20 return (unsigned int)((v >> off) & ((1ull << bits) - 1ull));\n}\n";
 
-/// The batch walk of `o` (its axes before the last two, sized as `batch`)
-/// as C code declaring `long long {var}` from flat batch index `b`, and its
-/// row and column strides; all appended to `p`. Returns (code, key part).
-fn matrix(var: &str, o: &Operand, batch: &[usize], p: &mut Vec<i64>) -> (String, String, usize) {
-    let nd = o.layout.shape.len();
-    let (code, n) = walker(var, "b", batch, &o.layout.strides[..nd - 2], p);
-    let at = p.len();
-    p.push(o.layout.strides[nd - 2] as i64);
-    p.push(o.layout.strides[nd - 1] as i64);
-    (code, format!("{}{n}", short(o.dtype)), at)
+/// The batch walks of the operands `o[first..]`, named `names` in the
+/// generated C (each declares `long long {name}` from flat batch index `b`),
+/// with each operand's row and column strides appended to `p`.
+struct Walks<const N: usize> {
+    /// The C code of each walk.
+    code: [String; N],
+    /// The kernel-cache key part of all of them (dtype and walk shape).
+    key: String,
+    /// Where each operand's row stride sits in `p` (its column stride follows).
+    at: [usize; N],
+}
+
+impl<const N: usize> Walks<N> {
+    fn new(names: [&str; N], o: &[Operand], batch: &[usize], p: &mut Vec<i64>) -> Walks<N> {
+        let mut key = String::new();
+        let mut at = [0; N];
+        let code = std::array::from_fn(|i| {
+            let o = &o[i];
+            let nd = o.layout.shape.len();
+            let (code, n) = walker(names[i], "b", batch, &o.layout.strides[..nd - 2], p);
+            at[i] = p.len();
+            p.push(o.layout.strides[nd - 2] as i64);
+            p.push(o.layout.strides[nd - 1] as i64);
+            key.push_str(&format!("|{}{n}", short(o.dtype)));
+            code
+        });
+        Walks { code, key, at }
+    }
 }
 
 pub(crate) fn quantize(k: &mut Launcher<'_>, group_size: usize, bits: u32, o: &[Operand], out: OutSpec<'_>) -> Result<CudaBuffer> {
@@ -45,10 +63,9 @@ pub(crate) fn quantize(k: &mut Launcher<'_>, group_size: usize, bits: u32, o: &[
     let c = o[0].layout.shape[nd - 1];
     let batch = &out.shape[..nd - 2];
     let mut p = Vec::new();
-    let (ww, kw, w_at) = matrix("wo", &o[0], batch, &mut p);
-    let (ws, ks, s_at) = matrix("so", &o[1], batch, &mut p);
-    let (wb, kb, b_at) = matrix("bo", &o[2], batch, &mut p);
-    let key = format!("quantize|{kw}|{ks}|{kb}");
+    let walks = Walks::new(["wo", "so", "bo"], o, batch, &mut p);
+    let ([ww, ws, wb], [w_at, s_at, b_at]) = (&walks.code, walks.at);
+    let key = format!("quantize{}", walks.key);
     let f = k.function(&key, "quantize", || {
         format!(
             "{ps}extern \"C\" __global__ void quantize(unsigned int* out, const {tw}* w, const {ts}* s, const {ts}* bs, long long n, long long rows, long long words, long long c, long long gs, long long bits, P p) {{\n\
@@ -97,10 +114,9 @@ pub(crate) fn dequantize(k: &mut Launcher<'_>, group_size: usize, bits: u32, o: 
     let (rows, cols) = (out.shape[nd - 2], out.shape[nd - 1]);
     let batch = &out.shape[..nd - 2];
     let mut p = Vec::new();
-    let (ww, kw, w_at) = matrix("wo", &o[0], batch, &mut p);
-    let (ws, ks, s_at) = matrix("so", &o[1], batch, &mut p);
-    let (wb, kb, b_at) = matrix("bo", &o[2], batch, &mut p);
-    let key = format!("dequantize|{kw}|{ks}|{kb}|{}", short(out.dtype));
+    let walks = Walks::new(["wo", "so", "bo"], o, batch, &mut p);
+    let ([ww, ws, wb], [w_at, s_at, b_at]) = (&walks.code, walks.at);
+    let key = format!("dequantize{}|{}", walks.key, short(out.dtype));
     let f = k.function(&key, "dequantize", || {
         let ts = ctype(o[1].dtype);
         format!(
@@ -152,11 +168,9 @@ pub(crate) fn quantized_matmul(
     let kdim = o[0].layout.shape[nd - 1];
     let batch = &out.shape[..nd - 2];
     let mut p = Vec::new();
-    let (wx, kx, x_at) = matrix("xo", &o[0], batch, &mut p);
-    let (ww, kw, w_at) = matrix("wo", &o[1], batch, &mut p);
-    let (ws, ks, s_at) = matrix("so", &o[2], batch, &mut p);
-    let (wb, kb, b_at) = matrix("bo", &o[3], batch, &mut p);
-    let key = format!("qmm|{transpose}|{kx}|{kw}|{ks}|{kb}|{}", short(out.dtype));
+    let walks = Walks::new(["xo", "wo", "so", "bo"], o, batch, &mut p);
+    let ([wx, ww, ws, wb], [x_at, w_at, s_at, b_at]) = (&walks.code, walks.at);
+    let key = format!("qmm|{transpose}{}|{}", walks.key, short(out.dtype));
     let f = k.function(&key, "qmm", || {
         // The logical weight element (kk, col): row and column of the
         // packed matrix.
@@ -287,20 +301,9 @@ fn qmv(k: &mut Launcher<'_>, plan: &QmvPlan, bits: u32, o: &[Operand], out: OutS
     let nd = out.shape.len();
     let batch = &out.shape[..nd - 2];
     let mut p = Vec::new();
-    let (wx, kx, x_at) = matrix("xo", &o[0], batch, &mut p);
-    let (ww, kw, w_at) = matrix("wo", &o[1], batch, &mut p);
-    let (ws, ks, s_at) = matrix("so", &o[2], batch, &mut p);
-    let (wb, kb, b_at) = matrix("bo", &o[3], batch, &mut p);
-    let key = format!("qmv|{bits}|{kx}|{kw}|{ks}|{kb}|{}", short(out.dtype));
-    let src = QmvSource {
-        bits,
-        x: o[0].dtype,
-        scales: o[2].dtype,
-        out: out.dtype,
-        walks: [&wx, &ww, &ws, &wb],
-        at: [x_at, w_at, s_at, b_at],
-        params: p.len(),
-    };
+    let walks = Walks::new(["xo", "wo", "so", "bo"], o, batch, &mut p);
+    let key = format!("qmv|{bits}{}|{}", walks.key, short(out.dtype));
+    let src = QmvSource { bits, x: o[0].dtype, scales: o[2].dtype, out: out.dtype, walks: &walks, params: p.len() };
     let f = k.function(&key, "qmv", || src.source())?;
     let ys = plan.batch.checked_mul(plan.m.div_ceil(plan.rows)).ok_or_else(|| crate::Error::InvalidArgument("quantized_matmul: too many row blocks".into()))?;
     let grid = (plan.n.div_ceil(plan.cols_per_block).clamp(1, 1 << 30) as u32, ys.clamp(1, 65535) as u32, 1);
@@ -317,17 +320,15 @@ struct QmvSource<'a> {
     x: crate::Dtype,
     scales: crate::Dtype,
     out: crate::Dtype,
-    /// The batch walks of x, w, scales and biases (`matrix`).
-    walks: [&'a str; 4],
-    /// Where each operand's row and column strides sit in `P`.
-    at: [usize; 4],
+    /// The batch walks of x, w, scales and biases, and where their strides sit in `P`.
+    walks: &'a Walks<4>,
     params: usize,
 }
 
 impl QmvSource<'_> {
     fn source(&self) -> String {
         let bits = self.bits;
-        let [x_at, w_at, s_at, b_at] = self.at;
+        let [x_at, w_at, s_at, b_at] = self.walks.at;
         // Codes per 16-byte word, per 32-bit word; 16-element sums per word.
         let (codes, per_u32, segs) = (128 / bits, 32 / bits, 128 / bits / 16);
         let ts = ctype(self.scales);
@@ -419,10 +420,10 @@ impl QmvSource<'_> {
         tx = ctype(self.x),
         xv = load(self.x, &format!("x[xo + (m0 + r) * p.v[{x_at}] + kk * p.v[{}]]", x_at + 1)),
         w_row = w_at,
-        wx = self.walks[0],
-        ww = self.walks[1],
-        ws = self.walks[2],
-        wb = self.walks[3],
+        wx = self.walks.code[0],
+        ww = self.walks.code[1],
+        ws = self.walks.code[2],
+        wb = self.walks.code[3],
         s_row = s_at,
         b_row = b_at,
         scale = load(self.scales, &format!("sr[g * p.v[{}]]", s_at + 1)),
