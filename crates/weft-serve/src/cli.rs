@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 use std::time::Duration;
-use weft::Device;
+use weft::{Device, Dtype};
 
 pub const USAGE: &str = "\
 usage: weft serve [options]
@@ -13,6 +13,8 @@ usage: weft serve [options]
   --host ADDR                 default 127.0.0.1
   --port N                    default 8080
   --device cpu|gpu            default cpu
+  --dtype f32|bf16|f16        weights' and activations' dtype (quantized weights stay quantized;
+                              default f32 on the CPU, bf16 on a GPU)
   --parallel N                sequences generating at once, per model (default 8)
   --max-queue N               requests waiting per model before 429 (default 64)
   --ctx N                     positions per sequence (default 4096, at most the model's)
@@ -29,6 +31,8 @@ pub struct Options {
     pub host: String,
     pub port: u16,
     pub device: Device,
+    /// `--dtype`; `None`: f32 on the CPU, bf16 on a GPU ([`Options::dtype`]).
+    pub dtype: Option<Dtype>,
     pub parallel: usize,
     pub max_queue: usize,
     pub ctx: usize,
@@ -58,6 +62,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         host: "127.0.0.1".into(),
         port: 8080,
         device: Device::cpu(),
+        dtype: None,
         parallel: 8,
         max_queue: 64,
         ctx: 4096,
@@ -82,6 +87,14 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
                     d => return Err(format!("--device takes cpu or gpu, got {d:?}")),
                 }
             }
+            "--dtype" => {
+                o.dtype = Some(match value()?.as_str() {
+                    "f32" | "float32" => Dtype::F32,
+                    "bf16" | "bfloat16" => Dtype::BF16,
+                    "f16" | "float16" => Dtype::F16,
+                    d => return Err(format!("--dtype takes f32, bf16 or f16, got {d:?}")),
+                })
+            }
             "--parallel" => o.parallel = num(value()?)?,
             "--max-queue" => o.max_queue = num(value()?)?,
             "--ctx" => o.ctx = num(value()?)?,
@@ -97,4 +110,31 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         return Err("--parallel and --prefill-chunk must be at least 1, --ctx at least 2".into());
     }
     Ok(o)
+}
+
+impl Options {
+    /// The dtype models run in: `--dtype`, else f32 on the CPU and bf16 on a GPU.
+    pub fn dtype(&self) -> Dtype {
+        self.dtype.unwrap_or(if self.device == Device::cpu() { Dtype::F32 } else { Dtype::BF16 })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn dtype_defaults_by_device_and_is_checked() {
+        assert_eq!(parse(&args(&[])).unwrap().dtype(), Dtype::F32);
+        assert_eq!(parse(&args(&["--device", "gpu"])).unwrap().dtype(), Dtype::BF16);
+        assert_eq!(parse(&args(&["--device", "gpu", "--dtype", "f32"])).unwrap().dtype(), Dtype::F32);
+        assert_eq!(parse(&args(&["--dtype", "f16"])).unwrap().dtype(), Dtype::F16);
+        let e = parse(&args(&["--dtype", "int4"])).unwrap_err();
+        assert!(e.contains("--dtype takes f32, bf16 or f16"), "{e}");
+        assert!(parse(&args(&["--dtype"])).unwrap_err().contains("needs a value"));
+    }
 }

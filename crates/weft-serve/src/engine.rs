@@ -39,6 +39,8 @@ pub struct Model {
     pub llama: Arc<Llama>,
     pub tokenizer: Arc<Tokenizer>,
     pub template: Arc<ChatTemplate>,
+    /// The dtype of the model's weights and activations (and its KV cache).
+    pub dtype: weft::Dtype,
 }
 
 #[derive(Clone, Debug)]
@@ -156,7 +158,7 @@ impl Engine {
     pub fn start(model: Model, config: EngineConfig) -> weft::Result<Arc<Engine>> {
         let stream = Stream::new(config.device)?;
         let c = &model.llama.config;
-        let per_position = (c.n_layers * 2 * c.n_kv_heads * c.head_dim * 4) as u64;
+        let per_position = (c.n_layers * 2 * c.n_kv_heads * c.head_dim * model.dtype.size()) as u64;
         let metrics = Arc::new(ModelMetrics::new(&model.name, (config.parallel * config.ctx) as u64, per_position));
         let engine = Arc::new(Engine {
             model,

@@ -28,7 +28,8 @@ use std::time::Duration;
 use weft::io::gguf::Gguf;
 use weft_llama::{Llama, Tokenizer};
 
-/// Loads a GGUF model: weights, tokenizer, chat template.
+/// Loads a GGUF model: weights (in host memory, float32 activations),
+/// tokenizer, chat template. [`Model::placed`] moves it to a GPU.
 pub fn load_model(name: &str, path: &std::path::Path) -> Result<Model, String> {
     let at = |e: weft::Error| format!("{}: {e}", path.display());
     let file = Gguf::open(path).map_err(at)?;
@@ -37,7 +38,22 @@ pub fn load_model(name: &str, path: &std::path::Path) -> Result<Model, String> {
     let piece = |id: Option<u32>| id.and_then(|i| tokenizer.decode(&[i], false).ok()).unwrap_or_default();
     let template =
         template::ChatTemplate::new(tokenizer.chat_template(), piece(tokenizer.bos_id()), piece(tokenizer.eos_id()))?;
-    Ok(Model { name: name.to_string(), llama: Arc::new(llama), tokenizer: Arc::new(tokenizer), template: Arc::new(template) })
+    Ok(Model { name: name.to_string(), llama: Arc::new(llama), tokenizer: Arc::new(tokenizer), template: Arc::new(template), dtype: weft::Dtype::F32 })
+}
+
+impl Model {
+    /// The model with its weights converted to `dtype` (quantized weights stay quantized; their
+    /// scales and biases and every float weight take `dtype`) in `device`'s memory, once, on a
+    /// stream of that device: every step then reads them there. Float32 on the CPU is the
+    /// loaded model itself.
+    pub fn placed(self, device: weft::Device, dtype: weft::Dtype) -> Result<Model, String> {
+        if device == weft::Device::cpu() && dtype == weft::Dtype::F32 {
+            return Ok(self);
+        }
+        let stream = weft::Stream::new(device).map_err(|e| format!("{}: {e}", self.name))?;
+        let llama = weft::with_stream(stream, || self.llama.converted(dtype)).map_err(|e| format!("{}: {e}", self.name))?;
+        Ok(Model { llama: Arc::new(llama), dtype, ..self })
+    }
 }
 
 /// Starts an engine per model. `ctx` is capped at each model's context.

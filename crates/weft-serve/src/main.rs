@@ -25,7 +25,11 @@ fn run() -> Result<(), String> {
         o.models.push(("SmolLM2-135M-Instruct".into(), find::smollm2()?));
     }
     let t0 = std::time::Instant::now();
-    let models = o.models.iter().map(|(n, p)| weft_serve::load_model(n, p)).collect::<Result<Vec<_>, _>>()?;
+    let models = o
+        .models
+        .iter()
+        .map(|(n, p)| weft_serve::load_model(n, p)?.placed(o.device, o.dtype()))
+        .collect::<Result<Vec<_>, _>>()?;
     let embedder = match &o.embedding {
         Some((n, d)) => Some(Arc::new(Embedder::load(n, d, o.device)?)),
         None => None,

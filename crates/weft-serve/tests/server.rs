@@ -20,7 +20,7 @@ fn model(name: &str) -> Model {
         let path = weft_serve::find::smollm2().unwrap_or_else(|e| panic!("{e}"));
         weft_serve::load_model("SmolLM2-135M-Instruct", &path).unwrap()
     });
-    Model { name: name.into(), llama: m.llama.clone(), tokenizer: m.tokenizer.clone(), template: m.template.clone() }
+    Model { name: name.into(), llama: m.llama.clone(), tokenizer: m.tokenizer.clone(), template: m.template.clone(), dtype: m.dtype }
 }
 
 fn embedder() -> Arc<Embedder> {
@@ -420,4 +420,21 @@ fn sigterm_finishes_running_requests_and_exits_cleanly() {
     let status = child.wait().unwrap();
     assert!(status.success(), "exit status {status}");
     assert!(TcpStream::connect(addr).is_err(), "no longer listening");
+}
+
+/// `--dtype bf16` (`Model::placed`): the converted model serves, greedy text
+/// still answers the question, and the KV metrics count 2-byte elements.
+#[test]
+fn a_model_placed_in_bf16_serves() {
+    let m = model("smol-bf16").placed(Device::cpu(), weft::Dtype::BF16).unwrap();
+    assert_eq!(m.dtype, weft::Dtype::BF16);
+    let config = EngineConfig { parallel: 2, max_queue: 4, ctx: 512, prefill_chunk: 64, device: Device::cpu() };
+    let engines = weft_serve::start_engines(vec![m], &config).unwrap();
+    let c = &engines[0].model.llama.config;
+    assert_eq!(engines[0].metrics.kv_bytes_per_position, (c.n_layers * 2 * c.n_kv_heads * c.head_dim * 2) as u64);
+    let srv = Running::start(Arc::new(App::new(engines, None, None, Duration::from_secs(5))), "127.0.0.1:0", Duration::from_secs(10)).unwrap();
+    let r = post(srv.addr, "/v1/chat/completions", chat_body("What is the capital of France?", 12));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let text = r.json()["choices"][0]["message"]["content"].as_str().unwrap().to_string();
+    assert!(text.contains("Paris"), "{text:?}");
 }
