@@ -192,9 +192,19 @@ impl FusedProgram {
         Ok(out)
     }
 
-    /// Whether every step has a complex64 meaning (`primitive/complex.rs`).
+    /// Whether every step that reads or makes complex64 has a complex64
+    /// meaning (`primitive/complex.rs`). Steps on real dtypes are not
+    /// asked: a comparison of float32 operands beside a complex product is
+    /// as valid fused as unfused.
     pub(crate) fn supports_complex(&self) -> bool {
-        self.steps.iter().all(|s| super::complex::supports_complex(&s.prim))
+        self.steps.iter().enumerate().all(|(k, s)| {
+            let dtype = |a: &FusedArg| match *a {
+                FusedArg::Input(i) => self.inputs[i],
+                FusedArg::Step(j) => self.steps[j.min(k)].dtype,
+            };
+            let complex = s.dtype.is_complex() || s.args.iter().any(|a| dtype(a).is_complex());
+            !complex || super::complex::supports_complex(&s.prim)
+        })
     }
 
     /// Whether `prim` may be a step (elementwise, without broadcasting

@@ -385,6 +385,11 @@ pub(crate) fn fused(p: &FusedProgram, inputs: &[Data], out: OutSpec<'_>) -> Resu
     }
     let plan = Plan::new(p, inputs, out.shape)?;
     let n = numel(out.shape);
+    if n == 0 {
+        // Nothing to compute (and an empty input has no element to fill a
+        // scalar register with).
+        return dispatch!(out.dtype, U => CpuBuffer::try_build::<U>(0, |_| Ok(())));
+    }
     dispatch!(out.dtype, U => CpuBuffer::try_build::<U>(n, |v| {
         let spare = &mut v.spare_capacity_mut()[..n];
         if n >= PARALLEL_MIN && crate::scheduler::on_pool() {
