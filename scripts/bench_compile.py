@@ -72,7 +72,7 @@ def run(mx, fw, sizes, table):
                     mx.eval(out)
 
                 # Small sizes are microseconds a call: more repeats.
-                reps = 15 if n >= 1 << 18 else 101
+                reps = 41 if n >= 1 << 18 else 201
                 d = median_time(reps, call, warm=3)
                 report(f"compile_{case}_{n}", fw, mode, value=d * 1e3, unit="ms")
                 table[(case, n, fw, mode)] = d * 1e3
