@@ -747,7 +747,8 @@ impl CompiledFunction {
 }
 
 /// `fun`, traced once per signature of its arguments and replayed after
-/// (MLX's `compile`; weft does not fuse kernels). With `inputs` or
+/// (MLX's `compile`; on CPU streams chains of elementwise ops run as one
+/// fused kernel, docs/transforms.md). With `inputs` or
 /// `outputs` (implicit state), the function is called every time.
 /// `shapeless=True` is accepted: weft retraces for each new shape.
 #[pyfunction]

@@ -209,6 +209,17 @@ impl CpuBuffer {
         Ok(CpuBuffer { data: T::wrap(v), device_copy: Default::default(), _reservation: reservation })
     }
 
+    /// [`CpuBuffer::build`] for a `fill` that may fail: its error is
+    /// returned (the memory released); on success it must have pushed `n`.
+    pub(crate) fn try_build<T: CpuElement>(n: usize, fill: impl FnOnce(&mut Vec<T>) -> Result<()>) -> Result<CpuBuffer> {
+        let (mut v, reservation) = host_vec::<T>(n)?;
+        fill(&mut v)?;
+        if v.len() != n {
+            return Err(Error::Internal(format!("a kernel wrote {} of {n} elements", v.len())));
+        }
+        Ok(CpuBuffer { data: T::wrap(v), device_copy: Default::default(), _reservation: reservation })
+    }
+
     /// A buffer of `dtype` elements copied from native-endian `bytes` (a
     /// NumPy array's memory, a file's), reserving before allocating. Bool
     /// bytes other than 0 are read as true, as NumPy does; the copy holds

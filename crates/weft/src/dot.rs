@@ -21,6 +21,7 @@ impl Array {
             let name = match &g.prim {
                 Primitive::Unary(op) => op.name().to_string(),
                 Primitive::Binary(op) => format!("{op:?}"),
+                Primitive::Fused(p) => p.label(),
                 p => p.name().to_string(),
             };
             (name, g.inputs.clone())

@@ -9,6 +9,7 @@ mod einsum;
 mod elementwise;
 pub mod fast;
 pub mod fft;
+mod fused;
 mod indexing;
 pub mod linalg;
 mod logical;
@@ -28,6 +29,7 @@ pub use conv::{conv1d, conv2d, conv3d, conv_general, conv_transpose1d, conv_tran
 pub(crate) use conv::conv_node;
 pub use creation::{arange, bartlett, blackman, eye, full, hamming, hanning, linspace, ones, tri, tril, triu, zeros};
 pub use einsum::{einsum, einsum_path};
+pub use fused::fused;
 pub use elementwise::*;
 pub use matmul::{addmm, hadamard_transform, inner, matmul, outer, tensordot, vecdot};
 pub use quantized::{dequantize, gather_qmm, quantize, quantized_matmul, QuantizedMatrix};

@@ -596,7 +596,7 @@ impl Primitive {
     /// holomorphic) and `Fft` state their rules directly.
     pub(crate) fn vjp(&self, inputs: &[Array], out: &Array, g: &Array, needs: &[bool]) -> Result<Vec<Option<Array>>> {
         let complex = out.dtype().is_complex() || inputs.iter().any(|a| a.dtype().is_complex());
-        if !complex || matches!(self, Primitive::Complex(_) | Primitive::Fft { .. }) {
+        if !complex || matches!(self, Primitive::Complex(_) | Primitive::Fft { .. } | Primitive::Fused(_)) {
             return self.vjp_rule(inputs, out, g, needs);
         }
         if !super::complex::supports_complex(self) {
@@ -821,6 +821,9 @@ impl Primitive {
                 via(|v| sdpa_composed(v, *scale, *causal), inputs, g, &needs)
             }
             Primitive::Linalg(op) => linalg_vjp(*op, inputs, out, g),
+            // `compile`'s fused chain: the derivative of its steps as
+            // ordinary nodes (each step's own rule, complex64 included).
+            Primitive::Fused(p) => via(|v| p.expand(v, &vec![false; v.len()], 0, out.shape()), inputs, g, needs),
             Primitive::Quantize { .. } => none(),
             Primitive::Dequantize { group_size, bits } => {
                 // Linear in the scales and biases; the codes get none.

@@ -51,6 +51,7 @@ pub fn supports_complex(prim: &Primitive) -> bool {
             matches!(op, Add | Sub | Mul | Div | Pow | Equal | NotEqual)
         }
         Primitive::Reduce { op, .. } | Primitive::Scan { op, .. } => matches!(op, ReduceOp::Sum | ReduceOp::Prod),
+        Primitive::Fused(p) => p.supports_complex(),
         Primitive::Scatter { reduce } => matches!(reduce, None | Some(ReduceOp::Sum) | Some(ReduceOp::Prod)),
         // Element moves, conversions, products and the complex primitives.
         Primitive::Select

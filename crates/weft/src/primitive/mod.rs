@@ -4,6 +4,7 @@
 
 pub mod autodiff;
 pub mod complex;
+pub mod fused;
 pub mod linalg;
 pub mod threefry;
 pub mod unary;
@@ -11,6 +12,7 @@ pub mod view;
 pub mod vmap;
 
 pub use complex::ComplexOp;
+pub use fused::FusedProgram;
 pub use linalg::LinalgOp;
 pub use unary::UnaryOp;
 
@@ -216,6 +218,10 @@ primitives! {
     /// whose last axis holds `n / 2 + 1` of them, and a float32 output of
     /// `n` (the output's shape gives `n`). Otherwise complex64 in and out.
     Fft { axes: Vec<usize>, inverse: bool, real: bool },
+    /// A chain of elementwise steps run in one pass (`compile`'s fusion,
+    /// `primitive/fused.rs`): inputs broadcast to the output, which is the
+    /// last step's.
+    Fused(std::sync::Arc<FusedProgram>),
 }
 
 /// The parameters of [`Primitive::Conv`] (one entry per spatial axis),

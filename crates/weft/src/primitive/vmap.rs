@@ -191,6 +191,11 @@ impl Primitive {
                 o::reshape(&y, &out.iter().map(|&d| d as isize).collect::<Vec<_>>())
             }
             Primitive::Conv(p) => conv_batch(p, args, n, shape),
+            // `compile`'s fused chain: its steps as nodes, each batched by its own rule.
+            Primitive::Fused(p) => {
+                let (inputs, flags): (Vec<Array>, Vec<bool>) = args.iter().cloned().unzip();
+                p.expand(&inputs, &flags, n, shape)
+            }
             // Batched indices, batched norm weights, random keys, strided views: per example.
             Primitive::Gather { .. }
             | Primitive::Scatter { .. }

@@ -8,6 +8,7 @@
 //! Transforms nest and run from any thread: their state is in the arrays.
 
 mod compile;
+mod fuse;
 mod custom;
 pub(crate) mod trace;
 mod vjp;

@@ -1,37 +1,43 @@
 //! `Binary`: elementwise arithmetic and comparisons of two broadcast inputs.
 
+use super::dispatch;
 use super::num::Arith;
-use super::{dispatch, map2};
+use super::strided::{Apply2, Whole2};
 use crate::buffer::{CpuBuffer, Data};
+use crate::dtype::Dtype;
 use crate::primitive::{BinaryOp, OutSpec};
 use crate::Result;
 
 pub(crate) fn binary(op: BinaryOp, a: &Data, b: &Data, out: OutSpec<'_>) -> Result<CpuBuffer> {
-    let s = out.shape;
-    if op.is_bitwise() && a.buffer.dtype().is_float() {
-        return Err(crate::Error::Kernel(format!("{op:?} on {}: bitwise ops take integers or bool", a.buffer.dtype())));
+    binary_with(op, a.buffer.dtype(), Whole2(a, b, out.shape))
+}
+
+/// `op` on two inputs of `dtype`, applied by `m`.
+pub(crate) fn binary_with<M: Apply2>(op: BinaryOp, dtype: Dtype, m: M) -> Result<M::Out> {
+    if op.is_bitwise() && dtype.is_float() {
+        return Err(crate::Error::Kernel(format!("{op:?} on {dtype}: bitwise ops take integers or bool")));
     }
-    dispatch!(a.buffer.dtype(), T => match op {
-        BinaryOp::Add => map2::<T, T, T>(a, b, s, Arith::add),
-        BinaryOp::Sub => map2::<T, T, T>(a, b, s, Arith::sub),
-        BinaryOp::Mul => map2::<T, T, T>(a, b, s, Arith::mul),
-        BinaryOp::Div => map2::<T, T, T>(a, b, s, Arith::div),
-        BinaryOp::FloorDiv => map2::<T, T, T>(a, b, s, Arith::floor_div),
-        BinaryOp::Rem => map2::<T, T, T>(a, b, s, Arith::rem),
-        BinaryOp::Pow => map2::<T, T, T>(a, b, s, Arith::pow),
-        BinaryOp::Maximum => map2::<T, T, T>(a, b, s, Arith::max),
-        BinaryOp::Minimum => map2::<T, T, T>(a, b, s, Arith::min),
-        BinaryOp::Atan2 => map2::<T, T, T>(a, b, s, Arith::atan2),
-        BinaryOp::BitAnd => map2::<T, T, T>(a, b, s, Arith::bitand),
-        BinaryOp::BitOr => map2::<T, T, T>(a, b, s, Arith::bitor),
-        BinaryOp::BitXor => map2::<T, T, T>(a, b, s, Arith::bitxor),
-        BinaryOp::LeftShift => map2::<T, T, T>(a, b, s, Arith::shl),
-        BinaryOp::RightShift => map2::<T, T, T>(a, b, s, Arith::shr),
-        BinaryOp::Equal => map2::<T, T, bool>(a, b, s, |x, y| x == y),
-        BinaryOp::NotEqual => map2::<T, T, bool>(a, b, s, |x, y| x != y),
-        BinaryOp::Less => map2::<T, T, bool>(a, b, s, |x, y| x < y),
-        BinaryOp::LessEqual => map2::<T, T, bool>(a, b, s, |x, y| x <= y),
-        BinaryOp::Greater => map2::<T, T, bool>(a, b, s, |x, y| x > y),
-        BinaryOp::GreaterEqual => map2::<T, T, bool>(a, b, s, |x, y| x >= y),
+    dispatch!(dtype, T => match op {
+        BinaryOp::Add => m.apply::<T, T, T>(Arith::add),
+        BinaryOp::Sub => m.apply::<T, T, T>(Arith::sub),
+        BinaryOp::Mul => m.apply::<T, T, T>(Arith::mul),
+        BinaryOp::Div => m.apply::<T, T, T>(Arith::div),
+        BinaryOp::FloorDiv => m.apply::<T, T, T>(Arith::floor_div),
+        BinaryOp::Rem => m.apply::<T, T, T>(Arith::rem),
+        BinaryOp::Pow => m.apply::<T, T, T>(Arith::pow),
+        BinaryOp::Maximum => m.apply::<T, T, T>(Arith::max),
+        BinaryOp::Minimum => m.apply::<T, T, T>(Arith::min),
+        BinaryOp::Atan2 => m.apply::<T, T, T>(Arith::atan2),
+        BinaryOp::BitAnd => m.apply::<T, T, T>(Arith::bitand),
+        BinaryOp::BitOr => m.apply::<T, T, T>(Arith::bitor),
+        BinaryOp::BitXor => m.apply::<T, T, T>(Arith::bitxor),
+        BinaryOp::LeftShift => m.apply::<T, T, T>(Arith::shl),
+        BinaryOp::RightShift => m.apply::<T, T, T>(Arith::shr),
+        BinaryOp::Equal => m.apply::<T, T, bool>(|x, y| x == y),
+        BinaryOp::NotEqual => m.apply::<T, T, bool>(|x, y| x != y),
+        BinaryOp::Less => m.apply::<T, T, bool>(|x, y| x < y),
+        BinaryOp::LessEqual => m.apply::<T, T, bool>(|x, y| x <= y),
+        BinaryOp::Greater => m.apply::<T, T, bool>(|x, y| x > y),
+        BinaryOp::GreaterEqual => m.apply::<T, T, bool>(|x, y| x >= y),
     })
 }

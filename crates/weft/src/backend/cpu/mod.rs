@@ -15,6 +15,7 @@ mod concatenate;
 mod conv;
 mod copy;
 mod fft;
+mod fused;
 mod scan;
 mod scatter;
 mod gather;
@@ -48,7 +49,7 @@ pub(crate) const PARALLEL_MIN: usize = 1 << 15;
 
 /// `weft::with_dtype!`, under the name the kernels use.
 pub(crate) use crate::with_dtype as dispatch;
-pub(crate) use strided::{contiguous_slice, copy_to_buffer, for_each, map1, map2, map3, to_vec};
+pub(crate) use strided::{contiguous_slice, copy_to_buffer, for_each, map1, to_vec};
 
 pub(crate) struct CpuEncoder;
 
@@ -98,6 +99,7 @@ impl Encoder for CpuEncoder {
             Primitive::Conv(p) => conv::conv(p, &i[0], &i[1], out)?,
             Primitive::Complex(op) => complex::complex(*op, &i[0])?,
             Primitive::Fft { axes, inverse, real } => fft::fft(axes, *inverse, *real, &i[0], out)?,
+            Primitive::Fused(p) => fused::fused(p, i, out)?,
             Primitive::Quantize { group_size, bits } => quantized::quantize(*group_size, *bits, i, out)?,
             Primitive::Dequantize { group_size, bits } => quantized::dequantize(*group_size, *bits, i, out)?,
             Primitive::QuantizedMatmul { group_size, bits, transpose } => {

@@ -238,3 +238,62 @@ pub(crate) fn map3<A: CpuElement, B: CpuElement, C: CpuElement, U: CpuElement>(
         );
     })
 }
+
+/// How an elementwise kernel applies its per-element function `f`: to whole
+/// arrays ([`Whole1`]..[`Whole3`], through `map1`..`map3`) or to one chunk of
+/// a fused program (`fused.rs`). Each op's function is chosen once, in the
+/// op's own file (`unary.rs`, `binary.rs`, `select.rs`, `astype.rs`), and
+/// handed to either, so the fused kernel computes exactly what the op's own
+/// kernel does.
+pub(crate) trait Apply1 {
+    type Out;
+    fn apply<T: CpuElement, U: CpuElement>(self, f: impl Fn(T) -> U + Sync + Send + Copy) -> Result<Self::Out>;
+}
+
+/// [`Apply1`] for functions of two elements.
+pub(crate) trait Apply2 {
+    type Out;
+    fn apply<A: CpuElement, B: CpuElement, U: CpuElement>(self, f: impl Fn(A, B) -> U + Sync + Send + Copy) -> Result<Self::Out>;
+}
+
+/// [`Apply1`] for functions of three elements.
+pub(crate) trait Apply3 {
+    type Out;
+    fn apply<A: CpuElement, B: CpuElement, C: CpuElement, U: CpuElement>(
+        self,
+        f: impl Fn(A, B, C) -> U + Sync + Send + Copy,
+    ) -> Result<Self::Out>;
+}
+
+/// A whole array (laid out as the output) through [`map1`].
+pub(crate) struct Whole1<'a>(pub &'a Data);
+
+impl Apply1 for Whole1<'_> {
+    type Out = CpuBuffer;
+    fn apply<T: CpuElement, U: CpuElement>(self, f: impl Fn(T) -> U + Sync + Send + Copy) -> Result<CpuBuffer> {
+        map1(self.0, f)
+    }
+}
+
+/// Two whole arrays broadcast to a shape, through [`map2`].
+pub(crate) struct Whole2<'a>(pub &'a Data, pub &'a Data, pub &'a [usize]);
+
+impl Apply2 for Whole2<'_> {
+    type Out = CpuBuffer;
+    fn apply<A: CpuElement, B: CpuElement, U: CpuElement>(self, f: impl Fn(A, B) -> U + Sync + Send + Copy) -> Result<CpuBuffer> {
+        map2(self.0, self.1, self.2, f)
+    }
+}
+
+/// Three whole arrays broadcast to a shape, through [`map3`].
+pub(crate) struct Whole3<'a>(pub &'a Data, pub &'a Data, pub &'a Data, pub &'a [usize]);
+
+impl Apply3 for Whole3<'_> {
+    type Out = CpuBuffer;
+    fn apply<A: CpuElement, B: CpuElement, C: CpuElement, U: CpuElement>(
+        self,
+        f: impl Fn(A, B, C) -> U + Sync + Send + Copy,
+    ) -> Result<CpuBuffer> {
+        map3(self.0, self.1, self.2, self.3, f)
+    }
+}

@@ -3,7 +3,7 @@
 //! on the op's type; the dispatch is generated from the table, so an op
 //! without a formula does not compile.
 
-use super::map1;
+use super::strided::{Apply1, Whole1};
 use super::num::{Acc, Arith, FloatElem};
 use crate::buffer::{CpuBuffer, Data};
 use crate::dtype::Dtype;
@@ -76,9 +76,9 @@ formulas! {
 /// match runs once per kernel and not once per element.
 macro_rules! float_kernel {
     ($($(#[$doc:meta])* $Op:ident $name:ident $domain:ident $scope:ident;)*) => {
-        fn float<T: FloatElem>(op: UnaryOp, a: &Data) -> Result<CpuBuffer> {
+        fn float<T: FloatElem, M: Apply1>(op: UnaryOp, m: M) -> Result<M::Out> {
             match op {
-                $(UnaryOp::$Op => map1::<T, T>(a, |x| T::from_acc($Op::apply(x.to_acc()))),)*
+                $(UnaryOp::$Op => m.apply::<T, T>(|x| T::from_acc($Op::apply(x.to_acc()))),)*
             }
         }
     };
@@ -87,16 +87,16 @@ crate::unary_ops!(float_kernel);
 
 /// Integer and bool inputs: only the `Numeric` ops reach a kernel with them
 /// (`ops` computes the others in float).
-fn int<T: Arith>(op: UnaryOp, a: &Data, dtype: Dtype) -> Result<CpuBuffer> {
+fn int<T: Arith, M: Apply1>(op: UnaryOp, m: M, dtype: Dtype) -> Result<M::Out> {
     match op {
-        UnaryOp::Neg => map1::<T, T>(a, Arith::neg),
-        UnaryOp::Abs => map1::<T, T>(a, Arith::abs),
+        UnaryOp::Neg => m.apply::<T, T>(Arith::neg),
+        UnaryOp::Abs => m.apply::<T, T>(Arith::abs),
         op => Err(Error::Dtype(format!("{} needs a float input, got {dtype}", op.name()))),
     }
 }
 
 /// complex64: the ops `primitive/complex.rs` lets through, on `Complex32`.
-fn complex(op: UnaryOp, a: &Data) -> Result<CpuBuffer> {
+fn complex<M: Apply1>(op: UnaryOp, m: M) -> Result<M::Out> {
     use crate::Complex64;
     use num_complex::Complex32 as C;
     use std::f32::consts::{LN_10, LN_2};
@@ -126,24 +126,29 @@ fn complex(op: UnaryOp, a: &Data) -> Result<CpuBuffer> {
         UnaryOp::Arctanh => |z| z.atanh(),
         op => return Err(Error::Dtype(format!("{} does not support complex64 inputs", op.name()))),
     };
-    map1::<Complex64, Complex64>(a, move |z| Complex64(f(z.0)))
+    m.apply::<Complex64, Complex64>(move |z| Complex64(f(z.0)))
 }
 
 pub(crate) fn unary(op: UnaryOp, a: &Data, out: OutSpec<'_>) -> Result<CpuBuffer> {
-    match out.dtype {
-        Dtype::C64 => complex(op, a),
-        Dtype::F32 => float::<f32>(op, a),
-        Dtype::F64 => float::<f64>(op, a),
-        Dtype::F16 => float::<f16>(op, a),
-        Dtype::BF16 => float::<bf16>(op, a),
-        d @ Dtype::Bool => int::<bool>(op, a, d),
-        d @ Dtype::U8 => int::<u8>(op, a, d),
-        d @ Dtype::U16 => int::<u16>(op, a, d),
-        d @ Dtype::U32 => int::<u32>(op, a, d),
-        d @ Dtype::U64 => int::<u64>(op, a, d),
-        d @ Dtype::I8 => int::<i8>(op, a, d),
-        d @ Dtype::I16 => int::<i16>(op, a, d),
-        d @ Dtype::I32 => int::<i32>(op, a, d),
-        d @ Dtype::I64 => int::<i64>(op, a, d),
+    unary_with(op, out.dtype, Whole1(a))
+}
+
+/// `op` on elements of `dtype` (the input's and the output's), applied by `m`.
+pub(crate) fn unary_with<M: Apply1>(op: UnaryOp, dtype: Dtype, m: M) -> Result<M::Out> {
+    match dtype {
+        Dtype::C64 => complex(op, m),
+        Dtype::F32 => float::<f32, M>(op, m),
+        Dtype::F64 => float::<f64, M>(op, m),
+        Dtype::F16 => float::<f16, M>(op, m),
+        Dtype::BF16 => float::<bf16, M>(op, m),
+        d @ Dtype::Bool => int::<bool, M>(op, m, d),
+        d @ Dtype::U8 => int::<u8, M>(op, m, d),
+        d @ Dtype::U16 => int::<u16, M>(op, m, d),
+        d @ Dtype::U32 => int::<u32, M>(op, m, d),
+        d @ Dtype::U64 => int::<u64, M>(op, m, d),
+        d @ Dtype::I8 => int::<i8, M>(op, m, d),
+        d @ Dtype::I16 => int::<i16, M>(op, m, d),
+        d @ Dtype::I32 => int::<i32, M>(op, m, d),
+        d @ Dtype::I64 => int::<i64, M>(op, m, d),
     }
 }

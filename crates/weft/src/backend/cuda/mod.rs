@@ -258,6 +258,12 @@ impl Encoder for CudaEncoder {
         if let Primitive::SliceUpdate { start, step, region } = prim {
             return self.slice_update(start, step, region, inputs, out);
         }
+        if let Primitive::Fused(_) = prim {
+            // No CUDA codegen for fused chains yet, and no host fallback
+            // (it would copy GPU -> host): `compile` does not fuse on GPU
+            // streams (docs/gpu.md), so only a hand-built node gets here.
+            return Err(Error::Kernel("Fused has no CUDA kernel; compile does not fuse on GPU streams".into()));
+        }
         let Some(kernel) = kernel_for(prim, &inputs, out) else {
             return Ok(Ran::NoKernel(inputs));
         };
