@@ -37,10 +37,11 @@ def parse_args(argv=None):
     p.add_argument("--framework", choices=["weft", "mlx", "torch"], default="weft")
     p.add_argument("--task", choices=["mlp", "lm", "all"], default="all")
     p.add_argument("--mlp-steps", type=int, default=1000)
-    p.add_argument("--lm-steps", type=int, default=300)
+    p.add_argument("--lm-steps", type=int, default=200)
     p.add_argument("--log-every", type=int, default=50)
     p.add_argument("--compile", action="store_true", help="wrap the training step in mx.compile / torch.compile")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="of the weights and inputs (float64: a reference for rounding drift)")
     p.add_argument("--text", default=os.path.join(HERE, "data", "coriolanus.txt"))
     p.add_argument("--csv", help="append 'framework,task,step,loss' rows to this file")
     return p.parse_args(argv)
@@ -67,6 +68,7 @@ else:
 # ---------------------------------------------------------------------------
 
 MLP_DIMS = [32, 256, 256, 4]
+DTYPE = np.dtype(ARGS.dtype)
 MLP_BATCH = 128
 LM = dict(d=128, heads=4, layers=2, ctx=64, batch=32)
 
@@ -81,7 +83,7 @@ def mlp_data(seed):
         r = np.random.default_rng([seed, 1, step])
         x = r.standard_normal((MLP_BATCH, 32)).astype(np.float32)
         y = np.tanh(x @ a) @ b + 0.01 * r.standard_normal((MLP_BATCH, 4)).astype(np.float32)
-        return x, y.astype(np.float32)
+        return x.astype(DTYPE), y.astype(DTYPE)
 
     return batch
 
@@ -97,7 +99,7 @@ def mlp_init(seed):
     out = {}
     for i, (fi, fo) in enumerate(zip(MLP_DIMS[:-1], MLP_DIMS[1:])):
         out[f"layers.{i}.weight"], out[f"layers.{i}.bias"] = linear_init(rng, fi, fo)
-    return out
+    return {k: v.astype(DTYPE) for k, v in out.items()}
 
 
 def lm_data(path, seed):
@@ -135,7 +137,7 @@ def lm_init(seed, vocab):
     out["ln_f.weight"] = np.ones(d, np.float32)
     out["ln_f.bias"] = np.zeros(d, np.float32)
     out["head.weight"], out["head.bias"] = linear_init(rng, d, vocab)
-    return out
+    return {k: v.astype(DTYPE) for k, v in out.items()}
 
 
 # ---------------------------------------------------------------------------
@@ -185,8 +187,12 @@ if FW in ("weft", "mlx"):
                 h = b(h, mask)
             return self.head(self.ln_f(h))
 
+    def to_mx(a):
+        # mx.array makes float64 NumPy input float32 unless told otherwise
+        return mx.array(a, dtype=mx.float64) if a.dtype == np.float64 else mx.array(a)
+
     def load(model, weights):
-        model.load_weights([(k, mx.array(v)) for k, v in weights.items()])
+        model.load_weights([(k, to_mx(v)) for k, v in weights.items()])
         mx.eval(model.parameters())
 
     def train(model, optimizer, loss_fn, batch, steps, name):
@@ -202,7 +208,7 @@ if FW in ("weft", "mlx"):
             step = mx.compile(step, inputs=state, outputs=state)
 
         def run(i):
-            loss = step(*map(mx.array, batch(i)))
+            loss = step(*map(to_mx, batch(i)))
             mx.eval(loss, state)
             return loss
 
@@ -291,6 +297,7 @@ else:
             return self.head(self.ln_f(h))
 
     def load(model, weights):
+        model.to(torch.float64 if DTYPE == np.float64 else torch.float32)
         state = {k: torch.from_numpy(v) for k, v in weights.items()}
         missing, unexpected = model.load_state_dict(state, strict=True)
         assert not missing and not unexpected
@@ -356,7 +363,7 @@ def run_loop(step, read, steps, name):
 
 
 def main():
-    print(f"# {describe()}; compile={ARGS.compile}", flush=True)
+    print(f"# {describe()}; {ARGS.dtype}; compile={ARGS.compile}", flush=True)
     if ARGS.task in ("mlp", "all"):
         mlp_task()
     if ARGS.task in ("lm", "all"):
