@@ -268,3 +268,130 @@ def test_gil_is_released_while_evaluating(read):
     finally:
         sys.setswitchinterval(old)
     assert worker_saw == [True]
+
+
+# --- Training beside inference ---------------------------------------------
+# One thread trains an MLP on its own stream while two threads run inference,
+# each on its own stream, with snapshots of the model's parameters handed over
+# (unevaluated: the step that made them is still lazy) at chosen steps. No lock
+# in this code: arrays are immutable values (rules 1-4), a snapshot is the tree
+# of the parameter arrays of that step, and the trainer's later updates make
+# new arrays. Everything must equal the same work done serially on one thread.
+
+import queue  # noqa: E402
+
+import weft.nn as nn  # noqa: E402
+import weft.optimizers as optim  # noqa: E402
+from weft.utils import tree_flatten, tree_map  # noqa: E402
+
+TRAIN_DIMS = (16, 128, 128, 4)
+TRAIN_STEPS = 40
+SNAPSHOT_STEPS = (0, 3, 9, 10, 21, 30, 39)
+
+
+class _MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = [nn.Linear(i, o) for i, o in zip(TRAIN_DIMS[:-1], TRAIN_DIMS[1:])]
+
+    def __call__(self, x):
+        for layer in self.layers[:-1]:
+            x = nn.gelu(layer(x))
+        return self.layers[-1](x)
+
+
+def _train_data():
+    r = np.random.default_rng(11)
+    w = {}
+    for i, (fi, fo) in enumerate(zip(TRAIN_DIMS[:-1], TRAIN_DIMS[1:])):
+        w[f"layers.{i}.weight"] = (r.standard_normal((fo, fi)) / np.sqrt(fi)).astype(np.float32)
+        w[f"layers.{i}.bias"] = np.zeros(fo, np.float32)
+    batches = [(r.standard_normal((64, 16)).astype(np.float32), r.standard_normal((64, 4)).astype(np.float32)) for _ in range(TRAIN_STEPS)]
+    probes = [r.standard_normal((256, 16)).astype(np.float32) for _ in range(2)]
+    return w, batches, probes
+
+
+def _train(weights, batches, snapshot):
+    """Trains, calling ``snapshot(step, params)`` before the step is evaluated;
+    returns the losses and the final parameters as NumPy."""
+    model = _MLP()
+    model.load_weights([(k, mx.array(v)) for k, v in weights.items()])
+    opt = optim.AdamW(learning_rate=1e-2, bias_correction=True)
+    loss_and_grad = nn.value_and_grad(model, lambda x, y: nn.losses.mse_loss(model(x), y))
+    losses = []
+    for step, (x, y) in enumerate(batches):
+        loss, grads = loss_and_grad(mx.array(x), mx.array(y))
+        opt.update(model, grads)
+        if step in SNAPSHOT_STEPS:
+            snapshot(step, tree_map(lambda p: p, model.parameters()))
+        mx.eval(loss, model.parameters(), opt.state)
+        losses.append(loss.item())
+    return losses, {k: np.array(v) for k, v in tree_flatten(model.parameters())}
+
+
+def _infer(model, params, probe):
+    model.update(params)
+    out = mx.softmax(model(mx.array(probe)), axis=-1)
+    return np.array(out)
+
+
+def test_training_thread_beside_two_inference_threads():
+    weights, batches, probes = _train_data()
+
+    # serial: one thread, the default stream
+    serial_snaps = {}
+    serial_losses, serial_final = _train(weights, batches, lambda s, p: serial_snaps.__setitem__(s, p))
+    infer_model = _MLP()
+    serial_out = [{s: _infer(infer_model, p, probe) for s, p in serial_snaps.items()} for probe in probes]
+    assert serial_losses[-1] < 0.9 * serial_losses[0]  # it trains
+    for k in range(2):  # and the snapshots differ, so a mix-up shows
+        assert not np.array_equal(serial_out[k][0], serial_out[k][9])
+        assert not np.array_equal(serial_out[k][9], serial_out[k][10])
+    for _ in range(3):
+        _train_beside_readers(weights, batches, probes, serial_losses, serial_final, serial_out)
+
+
+def _train_beside_readers(weights, batches, probes, serial_losses, serial_final, serial_out):
+    # threaded: a trainer and two readers, each on a stream of its own
+    inboxes = [queue.Queue(), queue.Queue()]
+    outs, errors, result = [{}, {}], [], {}
+
+    def trainer():
+        try:
+            with mx.stream(mx.new_stream(mx.cpu)):
+                def hand_over(step, params):
+                    for q in inboxes:
+                        q.put((step, params))
+                result["train"] = _train(weights, batches, hand_over)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+        finally:
+            for q in inboxes:
+                q.put(None)
+
+    def reader(k):
+        try:
+            s = mx.new_stream(mx.cpu)
+            with mx.stream(s):
+                model = _MLP()
+                while (item := inboxes[k].get()) is not None:
+                    step, params = item
+                    outs[k][step] = _infer(model, params, probes[k])
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=trainer)] + [threading.Thread(target=reader, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert not errors, errors
+    losses, final = result["train"]
+    np.testing.assert_array_equal(np.array(losses), np.array(serial_losses))
+    for k, v in serial_final.items():
+        np.testing.assert_array_equal(final[k], v, err_msg=k)
+    for k in range(2):
+        assert sorted(outs[k]) == sorted(SNAPSHOT_STEPS)
+        for step in SNAPSHOT_STEPS:
+            np.testing.assert_array_equal(outs[k][step], serial_out[k][step], err_msg=f"reader {k}, step {step}")
