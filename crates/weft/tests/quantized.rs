@@ -98,8 +98,33 @@ fn quantize_keeps_the_dtype_and_leading_axes() {
     assert!(xv.iter().zip(&bv).all(|(a, b)| (a - b).abs() < 0.05));
 }
 
-/// `(x, wq, s, b, what_the_reference_uses)` with `x` `[batch.., M, K]`.
-fn check_qmm(rng: &mut Rng, xshape: &[usize], wbatch: &[usize], n: usize, transpose: bool, gs: usize, bits: u32, dt: Dtype) {
+/// Each row of `x` (`[.., K]`, in f32) rounded as `quantized_matmul_int8`
+/// says, computed here from that description: per block of 32 along `K`
+/// (the last one may be shorter) `d = max |x| / 127`, `d * round(x / d)`.
+/// Returns the rounded values and each element's `d / 2`.
+fn int8_rounded(x: &[f64], k: usize) -> (Vec<f64>, Vec<f64>) {
+    let (mut out, mut half) = (Vec::new(), Vec::new());
+    for row in x.chunks(k) {
+        for blk in row.chunks(32) {
+            let amax = blk.iter().fold(0f32, |m, &v| m.max((v as f32).abs()));
+            let d = amax / 127.0;
+            for &v in blk {
+                let q = if d == 0.0 { 0.0 } else { (v as f32 / d).round() };
+                out.push((d * q) as f64);
+                half.push(d as f64 / 2.0);
+            }
+        }
+    }
+    (out, half)
+}
+
+/// `quantized_matmul` (or with `int8`, `quantized_matmul_int8`) of random
+/// operands against the reference, with `x` `[batch.., M, K]`. With `int8`
+/// the result must match the reference product of the rounded `x` up to
+/// float rounding, and the product of `x` itself within the rounding bound
+/// (`sum |w| * d / 2` over the contracted axis).
+#[allow(clippy::too_many_arguments)]
+fn check_qmm(rng: &mut Rng, xshape: &[usize], wbatch: &[usize], n: usize, transpose: bool, gs: usize, bits: u32, dt: Dtype, int8: bool) {
     let k = xshape[xshape.len() - 1];
     // Untransposed codes run along N: whole groups.
     let n = if transpose { n } else { n.div_ceil(gs) * gs };
@@ -110,7 +135,8 @@ fn check_qmm(rng: &mut Rng, xshape: &[usize], wbatch: &[usize], n: usize, transp
     let (wq, s, b) = ops::quantize(&ops::astype(&w, dt).unwrap(), gs, bits).unwrap();
     let nx: usize = xshape.iter().product();
     let x = ops::astype(&Array::from_vec(rand_vec(rng, nx, -1.0, 1.0), xshape).unwrap(), dt).unwrap();
-    let y = ops::quantized_matmul(&x, &wq, &s, &b, transpose, gs, bits).unwrap();
+    let y = if int8 { ops::quantized_matmul_int8(&x, &wq, &s, &b, transpose, gs, bits) } else { ops::quantized_matmul(&x, &wq, &s, &b, transpose, gs, bits) };
+    let y = y.unwrap();
     // Reference: every batch matrix of w dequantized independently, in f64.
     let mats = wbatch.iter().product::<usize>();
     let words = cols * bits as usize / 32;
@@ -122,6 +148,7 @@ fn check_qmm(rng: &mut Rng, xshape: &[usize], wbatch: &[usize], n: usize, transp
         })
         .collect();
     let xv = f64s(&x);
+    let (xr, half) = if int8 { int8_rounded(&xv, k) } else { (xv.clone(), vec![0.0; xv.len()]) };
     let m = if xshape.len() == 1 { 1 } else { xshape[xshape.len() - 2] };
     let xb = &xshape[..xshape.len().saturating_sub(2)];
     let batch = weft::shape::broadcast_shapes(xb, wbatch).unwrap();
@@ -160,18 +187,23 @@ fn check_qmm(rng: &mut Rng, xshape: &[usize], wbatch: &[usize], n: usize, transp
         let d = &deq[wi];
         for r in 0..m {
             for c in 0..n {
-                let mut acc = 0.0;
-                let mut mag = 0.0;
+                let (mut acc, mut mag, mut exact, mut bound) = (0.0, 0.0, 0.0, 0.0);
                 for kk in 0..k {
                     let wv = if transpose { d[c * k + kk] } else { d[kk * n + c] };
-                    let xval = xv[(xi * m + r) * k + kk];
-                    acc += xval * wv;
-                    mag += (xval * wv).abs();
+                    let at = (xi * m + r) * k + kk;
+                    acc += xr[at] * wv;
+                    mag += (xr[at] * wv).abs();
+                    exact += xv[at] * wv;
+                    bound += half[at] * wv.abs();
                 }
                 let got = yv[(bi * m + r) * n + c];
                 assert!(
                     (got - acc).abs() <= tol * mag + 1e-5,
-                    "x {xshape:?} w {wbatch:?} n {n} t {transpose} gs {gs} bits {bits} {dt}: ({bi}, {r}, {c}) got {got}, want {acc}"
+                    "x {xshape:?} w {wbatch:?} n {n} t {transpose} gs {gs} bits {bits} {dt} int8 {int8}: ({bi}, {r}, {c}) got {got}, want {acc}"
+                );
+                assert!(
+                    (got - exact).abs() <= bound * (1.0 + 1e-4) + tol * mag + 1e-5,
+                    "x {xshape:?} t {transpose} gs {gs} bits {bits} {dt}: ({bi}, {r}, {c}) got {got}, float product {exact}, int8 bound {bound}"
                 );
             }
         }
@@ -184,7 +216,7 @@ fn quantized_matmul_matches_dequantize_then_matmul() {
     for gs in [32, 64, 128] {
         for bits in [1, 2, 3, 4, 5, 6, 8] {
             for transpose in [true, false] {
-                check_qmm(&mut rng, &[5, 128], &[], 40, transpose, gs, bits, Dtype::F32);
+                check_qmm(&mut rng, &[5, 128], &[], 40, transpose, gs, bits, Dtype::F32, false);
             }
         }
     }
@@ -192,20 +224,47 @@ fn quantized_matmul_matches_dequantize_then_matmul() {
     // that do not divide the output, a contracted axis longer than one
     // decoded block.
     for transpose in [true, false] {
-        check_qmm(&mut rng, &[256], &[], 24, transpose, 64, 4, Dtype::F32);
-        check_qmm(&mut rng, &[1, 256], &[], 33, transpose, 64, 4, Dtype::F32);
-        check_qmm(&mut rng, &[3, 1, 7, 64], &[1, 2], 20, transpose, 32, 4, Dtype::F32);
-        check_qmm(&mut rng, &[7, 64], &[3], 96, transpose, 32, 8, Dtype::F32);
-        check_qmm(&mut rng, &[2, 3, 4096], &[], 64, transpose, 128, 4, Dtype::F32);
-        check_qmm(&mut rng, &[70, 256], &[], 257, transpose, 64, 3, Dtype::F32);
+        check_qmm(&mut rng, &[256], &[], 24, transpose, 64, 4, Dtype::F32, false);
+        check_qmm(&mut rng, &[1, 256], &[], 33, transpose, 64, 4, Dtype::F32, false);
+        check_qmm(&mut rng, &[3, 1, 7, 64], &[1, 2], 20, transpose, 32, 4, Dtype::F32, false);
+        check_qmm(&mut rng, &[7, 64], &[3], 96, transpose, 32, 8, Dtype::F32, false);
+        check_qmm(&mut rng, &[2, 3, 4096], &[], 64, transpose, 128, 4, Dtype::F32, false);
+        check_qmm(&mut rng, &[70, 256], &[], 257, transpose, 64, 3, Dtype::F32, false);
         // Both sides of the matrix-vector path's row limit (8 rows of x),
         // with enough weight rows (1000) to split across parallel tasks.
-        check_qmm(&mut rng, &[8, 128], &[], 1000, transpose, 32, 4, Dtype::F32);
-        check_qmm(&mut rng, &[9, 128], &[], 1000, transpose, 32, 8, Dtype::F32);
-        check_qmm(&mut rng, &[4, 96], &[], 17, transpose, 32, 6, Dtype::BF16);
+        check_qmm(&mut rng, &[8, 128], &[], 1000, transpose, 32, 4, Dtype::F32, false);
+        check_qmm(&mut rng, &[9, 128], &[], 1000, transpose, 32, 8, Dtype::F32, false);
+        check_qmm(&mut rng, &[4, 96], &[], 17, transpose, 32, 6, Dtype::BF16, false);
     }
-    check_qmm(&mut rng, &[9, 128], &[], 64, true, 64, 4, Dtype::F16);
-    check_qmm(&mut rng, &[9, 128], &[], 64, false, 64, 4, Dtype::BF16);
+    check_qmm(&mut rng, &[9, 128], &[], 64, true, 64, 4, Dtype::F16, false);
+    check_qmm(&mut rng, &[9, 128], &[], 64, false, 64, 4, Dtype::BF16, false);
+}
+
+#[test]
+fn quantized_matmul_int8_is_the_product_of_the_rounded_rows() {
+    let mut rng = Rng::new(12);
+    // The integer kernels (up to 8 rows, transposed, 4 and 8 bits, every
+    // group size, block counts odd and even) and every other path (more
+    // rows, untransposed with a contracted axis that is not whole blocks,
+    // other bit widths), which rounds x and multiplies in float.
+    for gs in [32, 64, 128] {
+        for bits in [4, 8] {
+            for m in [1, 3, 8] {
+                check_qmm(&mut rng, &[m, gs * 3], &[], 40, true, gs, bits, Dtype::F32, true);
+            }
+            check_qmm(&mut rng, &[9, 2 * gs], &[], 20, true, gs, bits, Dtype::F32, true);
+        }
+    }
+    for transpose in [true, false] {
+        check_qmm(&mut rng, &[256], &[], 24, transpose, 64, 4, Dtype::F32, true);
+        check_qmm(&mut rng, &[3, 1, 7, 64], &[1, 2], 20, transpose, 32, 4, Dtype::F32, true);
+        check_qmm(&mut rng, &[4, 96], &[], 17, transpose, 32, 3, Dtype::F32, true);
+        check_qmm(&mut rng, &[8, 128], &[], 1000, transpose, 32, 4, Dtype::F32, true);
+        check_qmm(&mut rng, &[2, 128], &[], 64, transpose, 64, 4, Dtype::F16, true);
+        check_qmm(&mut rng, &[2, 128], &[], 64, transpose, 64, 8, Dtype::BF16, true);
+    }
+    // A contracted axis of 70: two blocks of 32 and one of 6.
+    check_qmm(&mut rng, &[2, 70], &[], 64, false, 32, 8, Dtype::F32, true);
 }
 
 #[test]

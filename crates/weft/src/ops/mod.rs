@@ -32,7 +32,7 @@ pub use einsum::{einsum, einsum_path};
 pub use fused::fused;
 pub use elementwise::*;
 pub use matmul::{addmm, hadamard_transform, inner, matmul, outer, tensordot, vecdot};
-pub use quantized::{dequantize, gather_qmm, quantize, quantized_matmul, QuantizedMatrix};
+pub use quantized::{dequantize, gather_qmm, quantize, quantized_matmul, quantized_matmul_int8, QuantizedMatrix};
 pub use structured_mm::{block_masked_mm, gather_mm, segmented_mm};
 pub use reduce::{argmax, argmin, count_nonzero, max, mean, min, prod, std, sum, var};
 pub use logical::{

@@ -838,7 +838,9 @@ impl Primitive {
                 let db = needs[2].then(|| o::astype(&quantized::group_sum(g, *group_size)?, dt)).transpose()?;
                 Ok(vec![None, ds, db])
             }
-            Primitive::QuantizedMatmul { group_size, bits, transpose } => {
+            // With int8 activations the rounding is treated as the identity
+            // (a straight-through derivative).
+            Primitive::QuantizedMatmul { group_size, bits, transpose, .. } => {
                 if needs[1] {
                     bail!(InvalidArgument, "[QuantizedMatmul::vjp] no gradient wrt the quantized weights.");
                 }

@@ -206,8 +206,10 @@ primitives! {
     Dequantize { group_size: usize, bits: u32 },
     /// `x @ dequantize(w).T` (`transpose`) or `x @ dequantize(w)` with the
     /// packed `w` read in place: inputs (x `[..., M, K]`, w, scales, biases),
-    /// all four with the same batch axes.
-    QuantizedMatmul { group_size: usize, bits: u32, transpose: bool },
+    /// all four with the same batch axes. `int8_activations`: the rows of
+    /// `x` are rounded to int8 per block of 32 first
+    /// (`ops::quantized_matmul_int8`).
+    QuantizedMatmul { group_size: usize, bits: u32, transpose: bool, int8_activations: bool },
     /// A part of a complex64 input, elementwise ([`ComplexOp`]).
     Complex(ComplexOp),
     /// The discrete Fourier transform over `axes` (distinct, in the order

@@ -102,8 +102,8 @@ impl Encoder for CpuEncoder {
             Primitive::Fused(p) => fused::fused(p, i, out)?,
             Primitive::Quantize { group_size, bits } => quantized::quantize(*group_size, *bits, i, out)?,
             Primitive::Dequantize { group_size, bits } => quantized::dequantize(*group_size, *bits, i, out)?,
-            Primitive::QuantizedMatmul { group_size, bits, transpose } => {
-                quantized::quantized_matmul(*group_size, *bits, *transpose, i, out)?
+            Primitive::QuantizedMatmul { group_size, bits, transpose, int8_activations } => {
+                quantized::quantized_matmul(*group_size, *bits, *transpose, *int8_activations, i, out)?
             }
             // Views: answered by `backend::run` before any encoder sees them.
             Primitive::Transpose { .. } | Primitive::BroadcastTo | Primitive::Slice { .. } | Primitive::AsStrided { .. } => {

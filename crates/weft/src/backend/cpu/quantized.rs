@@ -8,6 +8,12 @@
 //! matrix and run on the worker pool. Activations are read as float32 and
 //! accumulated in float32 (float16, bfloat16, float32 and float64 in and
 //! out).
+//!
+//! With `int8_activations` the rows of `x` are first rounded to int8 per
+//! block of 32 (`int8.rs` says how); up to [`QMV_MAX_ROWS`] rows against a
+//! transposed 4- or 8-bit matrix then run as integer dot products
+//! ([`int8::qmv`]), and every other case multiplies the rounded rows in
+//! float, so both compute the same product up to float rounding.
 
 use super::matmul::batch_offset;
 use super::rows::build_rows;
@@ -209,8 +215,15 @@ pub(crate) fn dequantize(group_size: usize, bits: u32, inputs: &[Data], out: Out
 
 /// `QuantizedMatmul`: inputs (x `[..., M, K]`, w, scales, biases) with the
 /// same batch axes; output `[..., M, N]`.
-pub(crate) fn quantized_matmul(group_size: usize, bits: u32, transpose: bool, inputs: &[Data], out: OutSpec<'_>) -> Result<CpuBuffer> {
-    scale_dispatch!(inputs[2].buffer.dtype(), S => qmm::<S>(group_size, bits, transpose, inputs, out))
+pub(crate) fn quantized_matmul(
+    group_size: usize,
+    bits: u32,
+    transpose: bool,
+    int8_activations: bool,
+    inputs: &[Data],
+    out: OutSpec<'_>,
+) -> Result<CpuBuffer> {
+    scale_dispatch!(inputs[2].buffer.dtype(), S => qmm::<S>(group_size, bits, transpose, int8_activations, inputs, out))
 }
 
 /// One task's share of the output: batch matrix `b`, columns `n0..n0 + nb`.
@@ -221,7 +234,7 @@ struct Task {
     nb: usize,
 }
 
-fn qmm<S: CpuElement>(gs: usize, bits: u32, transpose: bool, inputs: &[Data], out: OutSpec<'_>) -> Result<CpuBuffer> {
+fn qmm<S: CpuElement>(gs: usize, bits: u32, transpose: bool, int8: bool, inputs: &[Data], out: OutSpec<'_>) -> Result<CpuBuffer> {
     let nd = out.shape.len();
     let (m, n) = (out.shape[nd - 2], out.shape[nd - 1]);
     let k = inputs[0].layout.shape[nd - 1];
@@ -234,11 +247,24 @@ fn qmm<S: CpuElement>(gs: usize, bits: u32, transpose: bool, inputs: &[Data], ou
         return Err(Error::Kernel("quantized_matmul: scales and biases differ in dtype".into()));
     }
     let dec = decoder(bits)?;
-    let x = to_f32(&inputs[0])?;
+    let mut x = to_f32(&inputs[0])?;
     let w = Matrices::<u32>::new(&inputs[1], batch)?;
     let s = Matrices::<S>::new(&inputs[2], batch)?;
     let bias = Matrices::<S>::new(&inputs[3], batch)?;
     let row = |b: usize, r: usize| Row { words: w.row(b, r), s: s.row(b, r), b: bias.row(b, r) };
+    if int8 {
+        if transpose && m <= QMV_MAX_ROWS && int8::applies(bits, gs) {
+            let level = int8::Level::best();
+            let mut y = vec![0f32; total];
+            for b in 0..batch {
+                let xb = &x[b * m * k..(b + 1) * m * k];
+                let p = int8::Prepared::new(bits, gs, xb, m, k).ok_or_else(|| Error::Kernel("quantized_matmul: int8 rows do not fit the weights".into()))?;
+                int8::qmv(level, &p, n, |r| row(b, r), &mut y[b * m * n..(b + 1) * m * n]);
+            }
+            return from_f32(y, out.dtype);
+        }
+        x = int8::round_rows(&x, k);
+    }
     if transpose && m <= QMV_MAX_ROWS {
         let mut y = vec![0f32; total];
         for b in 0..batch {
@@ -458,3 +484,5 @@ fn dot<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
 
 #[cfg(target_arch = "x86_64")]
 mod simd;
+
+mod int8;

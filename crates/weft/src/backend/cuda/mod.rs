@@ -244,7 +244,8 @@ fn kernel_for<'p>(prim: &'p Primitive, inputs: &[Data], out: OutSpec<'p>) -> Opt
         Primitive::Dequantize { group_size, bits } => {
             kern(move |k, _, o| quantized::dequantize(k, *group_size, *bits, o, out))
         }
-        Primitive::QuantizedMatmul { group_size, bits, transpose } => {
+        // With int8 activations: no CUDA kernel (the host computes it).
+        Primitive::QuantizedMatmul { group_size, bits, transpose, int8_activations: false } => {
             kern(move |k, _, o| quantized::quantized_matmul(k, *group_size, *bits, *transpose, o, out))
         }
         // complex64 (above): no CUDA kernels. SliceUpdate:

@@ -1,0 +1,305 @@
+//! Int8 activations for `QuantizedMatmul` (`int8_activations: true`):
+//! each row of `x` is rounded to int8 per block of [`BLOCK`] elements, and
+//! the matrix-vector path takes integer dot products of those with the
+//! weight codes (llama.cpp's approach for its block formats).
+//!
+//! # The scheme
+//!
+//! A block of `x` (32 consecutive elements of a row; the last block of a row
+//! may be shorter) with `amax = max |x_j|` gets `d = amax / 127` and
+//! `q_j = round(x_j / d)` (ties away from zero) in `-127..=127`; an all-zero
+//! block has `d = 0, q = 0`, and a block holding a NaN has `d = NaN`. The
+//! product computed is `x̂ @ ŵ.T` with `x̂_j = d * q_j` and `ŵ` the
+//! dequantized weights: for a weight row with scales `s_g`, biases `b_g`
+//! and codes `c_j`,
+//!
+//! `y = sum_blocks (s_g * d) * (c . q)_block + sum_g b_g * sum_{blocks in g} d * sum(q)`,
+//!
+//! where `(c . q)` and `sum(q)` are exact integers. Rounding `x` is the only
+//! approximation: `|y - x @ ŵ.T| <= sum_blocks (d / 2) * sum_{j in block} |ŵ_j|`
+//! plus float rounding (the tests check this bound).
+//!
+//! # Float order (the same at every SIMD level)
+//!
+//! Each block's integer dot is kept as 8 lane sums, lane `l` covering the
+//! block's stored positions `4l..4l + 4` (what `vpmaddubsw` + `vpmaddwd` and
+//! `vpdpbusd` produce). Lane sums of even blocks accumulate into `A[l]`, of
+//! odd blocks into `A[8 + l]`, each as `fma(lane, s_g * d, A)`; the bias
+//! terms accumulate into `B[g % 8] = fma(b_g, xs_g, B[g % 8])`. The result
+//! is `tree(A[l] + A[8 + l]) + tree(B)` with `tree(t) = ((t0 + t4) + (t2 +
+//! t6)) + ((t1 + t5) + (t3 + t7))`. The portable, AVX2 and AVX-512 VNNI
+//! kernels all compute exactly this, so they agree bit for bit (the tests
+//! check each against a scalar integer reference).
+//!
+//! For 4-bit codes a block's 16 bytes hold its even elements in their low
+//! nibbles and its odd elements in their high ones; the prepared `q` of a
+//! block is stored in that order (16 even elements, then 16 odd ones), so
+//! position `p` pairs the low nibble of byte `p` (`p < 16`) or the high
+//! nibble of byte `p - 16` with `q[p]`.
+
+use super::{Row, PARALLEL_FLOPS, QMV_ROWS_PER_TASK};
+use crate::dtype::Element;
+use half::slice::HalfFloatSliceExt;
+use half::f16;
+use rayon::prelude::*;
+use std::any::TypeId;
+
+/// Elements of `x` per int8 block.
+pub(super) const BLOCK: usize = 32;
+/// Integer lane sums per block.
+const LANES: usize = 8;
+
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+/// The kernel family that runs the int8 products.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Level {
+    /// Plain Rust (any target).
+    Portable,
+    /// AVX2 + FMA: `vpmaddubsw` / `vpmaddwd`, 8 lanes.
+    Avx2,
+    /// AVX-512 F/BW/VL + VNNI: `vpdpbusd`, two blocks per 16-lane register.
+    Vnni,
+}
+
+impl Level {
+    /// The widest level this CPU runs (checked once).
+    pub(crate) fn best() -> Level {
+        [Level::Vnni, Level::Avx2].into_iter().find(|l| l.available()).unwrap_or(Level::Portable)
+    }
+
+    /// Whether this CPU has the level's features.
+    pub(crate) fn available(self) -> bool {
+        match self {
+            Level::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx2 => x86::has_avx2(),
+            #[cfg(target_arch = "x86_64")]
+            Level::Vnni => x86::has_vnni(),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+}
+
+/// Whether the int8 matrix-vector kernels take codes of `bits` in groups of
+/// `gs` (other widths round `x` with [`round_rows`] and run in float).
+pub(super) fn applies(bits: u32, gs: usize) -> bool {
+    matches!(bits, 4 | 8) && gs % BLOCK == 0 && gs.is_power_of_two()
+}
+
+/// Rounds the block `x` (at most [`BLOCK`] long) into `q`: returns `d`.
+fn quantize_block(x: &[f32], q: &mut [i8]) -> f32 {
+    let mut amax = 0f32;
+    let mut nan = false;
+    for &v in x {
+        nan |= v.is_nan();
+        amax = amax.max(v.abs());
+    }
+    if nan {
+        q.iter_mut().for_each(|v| *v = 0);
+        return f32::NAN;
+    }
+    let d = amax / 127.0;
+    for (o, &v) in q.iter_mut().zip(x) {
+        // `as` saturates (and maps the NaN of 0 / 0 or inf / inf to 0).
+        *o = if d == 0.0 { 0 } else { (v / d).round().clamp(-127.0, 127.0) as i8 };
+    }
+    d
+}
+
+/// `x` (rows of `k`) with every block replaced by `d * q`: the activations
+/// the int8 scheme multiplies, for the paths that run them in float.
+pub(super) fn round_rows(x: &[f32], k: usize) -> Vec<f32> {
+    let mut out = vec![0f32; x.len()];
+    let mut q = [0i8; BLOCK];
+    if k == 0 {
+        return out;
+    }
+    for (row, o) in x.chunks(k).zip(out.chunks_mut(k)) {
+        for (xb, ob) in row.chunks(BLOCK).zip(o.chunks_mut(BLOCK)) {
+            let d = quantize_block(xb, &mut q[..xb.len()]);
+            for (v, &c) in ob.iter_mut().zip(&q) {
+                *v = d * c as f32;
+            }
+        }
+    }
+    out
+}
+
+/// The int8 activations of one product, prepared once and shared
+/// (read-only) by every task.
+pub(super) struct Prepared {
+    bits: u32,
+    k: usize,
+    m: usize,
+    /// Blocks per row (`k / BLOCK`) and groups per row.
+    nb: usize,
+    ng: usize,
+    /// `log2(gs / BLOCK)`: block `i` lies in group `i >> shift`.
+    shift: u32,
+    /// `[m, k]` codes, each 4-bit block stored as its 16 even elements then
+    /// its 16 odd ones.
+    q: Vec<i8>,
+    /// `[m, nb, LANES]`: each block's `d`, repeated per lane (a 16-lane
+    /// load covers two blocks).
+    d8: Vec<f32>,
+    /// `[m, ng]`: per group, `sum over its blocks of fma(sum(q), d, .)` in
+    /// block order, from 0: the group's `sum(x̂)`.
+    xs: Vec<f32>,
+}
+
+impl Prepared {
+    /// `None` unless [`applies`] and `k` is whole groups.
+    pub(super) fn new(bits: u32, gs: usize, x: &[f32], m: usize, k: usize) -> Option<Prepared> {
+        if !applies(bits, gs) || k % gs != 0 || x.len() != m * k {
+            return None;
+        }
+        let (nb, ng, shift) = (k / BLOCK, k / gs, (gs / BLOCK).trailing_zeros());
+        let mut p = Prepared { bits, k, m, nb, ng, shift, q: vec![0; m * k], d8: vec![0.0; m * nb * LANES], xs: vec![0.0; m * ng] };
+        let mut qb = [0i8; BLOCK];
+        for i in 0..m {
+            for blk in 0..nb {
+                let d = quantize_block(&x[i * k + blk * BLOCK..][..BLOCK], &mut qb);
+                let dst = &mut p.q[i * k + blk * BLOCK..][..BLOCK];
+                if bits == 4 {
+                    for j in 0..BLOCK / 2 {
+                        dst[j] = qb[2 * j];
+                        dst[BLOCK / 2 + j] = qb[2 * j + 1];
+                    }
+                } else {
+                    dst.copy_from_slice(&qb);
+                }
+                p.d8[(i * nb + blk) * LANES..][..LANES].fill(d);
+                let sum: i32 = qb.iter().map(|&v| v as i32).sum();
+                let xs = &mut p.xs[i * ng + (blk >> shift)];
+                *xs = (sum as f32).mul_add(d, *xs);
+            }
+        }
+        Some(p)
+    }
+
+    /// `out[i] = x̂[i] . ŵ` for every row of `x` and one weight row: codes
+    /// `codes` (`k * bits / 8` bytes), scales `s` and biases `b` (one per
+    /// group, float32), with `level`'s kernels (it must be available).
+    pub(super) fn row(&self, level: Level, codes: &[u8], s: &[f32], b: &[f32], out: &mut [f32]) {
+        assert!(
+            codes.len() * 8 == self.k * self.bits as usize && s.len() == self.ng && b.len() == self.ng && out.len() == self.m,
+            "int8 qmv: a row of the wrong length"
+        );
+        assert!(level.available(), "int8 qmv: {level:?} is not available on this CPU");
+        match level {
+            Level::Portable => self.rows_portable(codes, s, b, out),
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx2 | Level::Vnni => x86::rows(self, level == Level::Vnni, codes, s, b, out),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => unreachable!("checked available above"),
+        }
+    }
+
+    /// The portable kernel: the scheme's order with scalar integers.
+    fn rows_portable(&self, codes: &[u8], s: &[f32], bias: &[f32], out: &mut [f32]) {
+        let (k, nb, ng) = (self.k, self.nb, self.ng);
+        let cb = self.bits as usize * BLOCK / 8;
+        for (i, o) in out.iter_mut().enumerate() {
+            let mut a = [0f32; 2 * LANES];
+            for blk in 0..nb {
+                let c = s[blk >> self.shift] * self.d8[(i * nb + blk) * LANES];
+                let (w, q) = (&codes[blk * cb..][..cb], &self.q[i * k + blk * BLOCK..][..BLOCK]);
+                for l in 0..LANES {
+                    let mut sum = 0i32;
+                    for p in 4 * l..4 * l + 4 {
+                        let code = if self.bits == 4 { (w[p % 16] >> (4 * (p / 16))) & 0x0f } else { w[p] };
+                        sum += code as i32 * q[p] as i32;
+                    }
+                    let at = (blk & 1) * LANES + l;
+                    a[at] = (sum as f32).mul_add(c, a[at]);
+                }
+            }
+            let mut t = [0f32; LANES];
+            for l in 0..LANES {
+                t[l] = a[l] + a[LANES + l];
+            }
+            let mut bsum = [0f32; LANES];
+            for g in 0..ng {
+                bsum[g % LANES] = bias[g].mul_add(self.xs[i * ng + g], bsum[g % LANES]);
+            }
+            *o = tree(&t) + tree(&bsum);
+        }
+    }
+}
+
+/// `((t0 + t4) + (t2 + t6)) + ((t1 + t5) + (t3 + t7))`: the reduction a
+/// 256-bit register's halves, then quarters, then pairs give.
+fn tree(t: &[f32; LANES]) -> f32 {
+    let u = [t[0] + t[4], t[1] + t[5], t[2] + t[6], t[3] + t[7]];
+    (u[0] + u[2]) + (u[1] + u[3])
+}
+
+/// `v` as float32 into `out` (float16 through `half`'s F16C conversion
+/// where the CPU has it).
+fn to_f32<S: Element>(v: &[S], out: &mut [f32]) {
+    if TypeId::of::<S>() == TypeId::of::<f16>() {
+        // SAFETY: `S` is `f16` (same type id), so the slice is `v.len()`
+        // `f16`s at the same address, alive and unaliased-mutably for `v`'s
+        // borrow.
+        let h = unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<f16>(), v.len()) };
+        h.convert_to_f32_slice(out);
+    } else {
+        for (o, x) in out.iter_mut().zip(v) {
+            *o = x.to_f64() as f32;
+        }
+    }
+}
+
+/// The codes of `words` as bytes (little-endian, so code `j` of a 4-bit row
+/// is nibble `j % 2` of byte `j / 2`).
+fn bytes(words: &[u32]) -> &[u8] {
+    // SAFETY: `u8` has alignment 1 and every bit pattern is a valid `u8`;
+    // the `4 * len` bytes are exactly `words`' memory, borrowed (shared)
+    // for as long as `words` is. x86-64 and the other targets weft runs
+    // on are little-endian, the order the codes were packed in.
+    unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 4) }
+}
+
+/// The int8 counterpart of `qmv` (same task split over weight rows, the
+/// same threshold for running tasks in parallel): `y` (`[m, n]`) `= x̂ @ ŵ.T`
+/// for the `n` weight rows given by `rows`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn qmv<'a, S: Element + Sync>(
+    level: Level,
+    p: &Prepared,
+    n: usize,
+    rows: impl Fn(usize) -> Row<'a, S> + Sync,
+    y: &mut [f32],
+) {
+    let (m, k, ng) = (p.m, p.k, p.ng);
+    let mut yt = if m == 1 { Vec::new() } else { vec![0f32; n * m] };
+    let task = |(t, out): (usize, &mut [f32])| {
+        let r0 = t * QMV_ROWS_PER_TASK;
+        let (mut s, mut b) = (vec![0f32; ng], vec![0f32; ng]);
+        for (j, o) in out.chunks_mut(m).enumerate() {
+            let row = rows(r0 + j);
+            to_f32(row.s, &mut s);
+            to_f32(row.b, &mut b);
+            p.row(level, bytes(row.words), &s, &b, o);
+        }
+    };
+    let out: &mut [f32] = if m == 1 { y } else { &mut yt };
+    if n * m * k < PARALLEL_FLOPS || rayon::current_num_threads() == 1 {
+        out.chunks_mut(QMV_ROWS_PER_TASK * m).enumerate().for_each(task);
+    } else {
+        out.par_chunks_mut(QMV_ROWS_PER_TASK * m).enumerate().for_each(task);
+    }
+    if m > 1 {
+        for (r, v) in yt.chunks(m).enumerate() {
+            for (i, &e) in v.iter().enumerate() {
+                y[i * n + r] = e;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
