@@ -175,3 +175,18 @@ proptest! {
         prop_assert_eq!(read(&doubled), want.map(|x| 2.0 * x).data);
     }
 }
+
+/// proptest's find (CI, 2026-12-06): a slice of a zero-length axis sits at an
+/// offset past its empty buffer's end; elementwise kernels over it must read
+/// nothing (they indexed the buffer at the offset and failed).
+#[test]
+fn empty_slices_past_the_buffer_compute() {
+    for (shape, start) in [([4usize, 0usize], 1isize), ([7, 0], 6)] {
+        let a = ops::zeros(&shape, Dtype::F32).unwrap();
+        let s = ops::slice(&a, &[SliceArg::new(Some(start), None, 3)]).unwrap();
+        for out in [ops::add(&s, &s).unwrap(), ops::multiply(&s, &Array::scalar(2.0f32)).unwrap(), ops::exp(&s).unwrap()] {
+            assert_eq!(out.to_vec::<f32>().unwrap(), Vec::<f32>::new());
+            assert_eq!(out.shape()[1], 0);
+        }
+    }
+}

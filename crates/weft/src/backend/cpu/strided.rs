@@ -144,6 +144,11 @@ pub(crate) fn map2<A: CpuElement, B: CpuElement, U: CpuElement>(
     let lb = b.layout.broadcast_to(shape);
     let (sa, sb) = (a.cpu_buffer().as_slice::<A>(), b.cpu_buffer().as_slice::<B>());
     let n = crate::shape::numel(shape);
+    if n == 0 {
+        // An empty view may sit at any offset, even past its buffer's end
+        // (a slice of a zero-length axis): read nothing.
+        return CpuBuffer::build::<U>(0, |_| {});
+    }
     let par = n >= PARALLEL_MIN;
     CpuBuffer::build(n, |v| {
         match (la.is_contiguous(), lb.is_contiguous()) {
