@@ -176,14 +176,20 @@ proptest! {
     }
 }
 
-/// proptest's find (CI, 2026-12-06): a slice of a zero-length axis sits at an
-/// offset past its empty buffer's end; elementwise kernels over it must read
-/// nothing (they indexed the buffer at the offset and failed).
+/// proptest's find (CI, 2026-12-06), its minimal failing input replayed: a
+/// slice of a zero-length axis may sit at an offset past its empty buffer's
+/// end; elementwise kernels over it must read nothing (they indexed the
+/// buffer at the offset and failed).
 #[test]
 fn empty_slices_past_the_buffer_compute() {
-    for (shape, start) in [([4usize, 0usize], 1isize), ([7, 0], 6)] {
-        let a = ops::zeros(&shape, Dtype::F32).unwrap();
-        let s = ops::slice(&a, &[SliceArg::new(Some(start), None, 3)]).unwrap();
+    let mut rng = Rng::new(0);
+    let (a, _) = sample(&mut rng, &[4, 0], Dtype::F32, Kind::Any, View::Contiguous);
+    let mut arrays = vec![a];
+    // And a zero-length view cut out of a larger buffer, far from its start.
+    let big = ops::reshape(&ops::arange(0.0, 24.0, 1.0, Dtype::F32).unwrap(), &[4, 6]).unwrap();
+    arrays.push(ops::slice(&big, &[SliceArg::new(Some(3), None, 1), SliceArg::new(Some(5), Some(5), 1)]).unwrap());
+    for a in arrays {
+        let s = ops::slice(&a, &[SliceArg::new(Some(1), None, 3)]).unwrap();
         for out in [ops::add(&s, &s).unwrap(), ops::multiply(&s, &Array::scalar(2.0f32)).unwrap(), ops::exp(&s).unwrap()] {
             assert_eq!(out.to_vec::<f32>().unwrap(), Vec::<f32>::new());
             assert_eq!(out.shape()[1], 0);
