@@ -490,8 +490,8 @@ mod tests {
         for bits in [4, 8] {
             for d in [Dtype::F32, Dtype::F16, Dtype::BF16] {
                 let walk = |v: &str| crate::backend::cuda::rows::walk(v, "b", 0, 1, 1);
-                let (wx, ww, ws, wb) = (walk("xo"), walk("wo"), walk("so"), walk("bo"));
-                let src = QmvSource { bits, x: d, scales: d, out: d, walks: [&wx, &ww, &ws, &wb], at: [2, 4, 6, 8], params: 10 };
+                let walks = Walks { code: ["xo", "wo", "so", "bo"].map(walk), key: String::new(), at: [2, 4, 6, 8] };
+                let src = QmvSource { bits, x: d, scales: d, out: d, walks: &walks, params: 10 };
                 std::fs::write(format!("{dir}/qmv_{bits}_{d}.cu"), src.source()).unwrap();
             }
         }
