@@ -556,10 +556,26 @@ fn agree(ctx: &str, got: &Array, want: &Array) {
 
 #[test]
 fn random_elementwise_graphs_equal_the_uncompiled_function() {
+    random_graphs(400);
+}
+
+/// The same graphs on a CUDA stream: each fused chain is one generated
+/// kernel (`backend/cuda/fused.rs`) whose results equal the unfused CUDA
+/// kernels' bit for bit (complex64 aside, no step goes to the host).
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn random_elementwise_graphs_fuse_on_the_gpu() {
+    let gpu = weft::Stream::new(weft::Device::gpu(0)).expect("a CUDA GPU (this test runs with --ignored on one)");
+    weft::with_stream(gpu, || random_graphs(200));
+}
+
+/// `count` random graphs (seeded) traced, compiled and replayed on the
+/// current stream, against the uncompiled function there.
+fn random_graphs(count: usize) {
     let mut rng = Rng::new(2026_12_06);
     let dtypes = [Dtype::F32, Dtype::F64, Dtype::F16, Dtype::BF16, Dtype::I32, Dtype::I8, Dtype::U8, Dtype::U32, Dtype::I64, Dtype::Bool];
     let (mut fused_nodes, mut cases) = (0, 0);
-    for case in 0..400 {
+    for case in 0..count {
         let dtype = dtypes[case % dtypes.len()];
         let rank = rng.int(0, 3) as usize;
         let mut out: Vec<usize> = (0..rank).map(|_| rng.int(1, 6) as usize).collect();
@@ -596,5 +612,6 @@ fn random_elementwise_graphs_equal_the_uncompiled_function() {
         }
     }
     // The test means something only if most graphs fused something.
+    assert_eq!(cases, count);
     assert!(fused_nodes >= cases / 2, "{fused_nodes} fused nodes in {cases} graphs");
 }

@@ -6,16 +6,15 @@
 //! primitives on the new inputs. Arrays the function captured (not derived
 //! from its inputs) are constants of the trace.
 //!
-//! On CPU streams the replay fuses: each chain of elementwise nodes whose
-//! intermediates nothing else reads (`fuse.rs`) is one `Primitive::Fused`
-//! node, run in one chunked pass (`backend/cpu/fused.rs`). On GPU streams
-//! (no CUDA codegen for fused chains yet) the replay is node by node.
+//! The replay fuses: each chain of elementwise nodes whose intermediates
+//! nothing else reads (`fuse.rs`) is one `Primitive::Fused` node, run in one
+//! chunked pass on the CPU (`backend/cpu/fused.rs`) and as one generated
+//! kernel on CUDA (`backend/cuda/fused.rs`).
 //! A `Compiled` is immutable (its programs are shared `Arc`s), so any
 //! number of threads may call it at once.
 
 use super::fuse::{self, Group};
 use super::trace::{self, new_trace, Kind, TapeOp};
-use crate::device::DeviceType;
 use crate::{bail, ops, Array, Result};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -35,7 +34,7 @@ pub struct Compiled {
     /// The trace's nodes, oldest first.
     nodes: Vec<Array>,
     outputs: Vec<Array>,
-    /// The fused groups, by node id (CPU replays only).
+    /// The fused groups, by node id.
     fusion: HashMap<u64, Fusion>,
 }
 
@@ -91,16 +90,13 @@ impl Compiled {
             }
             now.insert(m.id(), x.clone());
         }
-        // GPU streams replay node by node: fused chains have no CUDA kernel,
-        // and running them on the host would copy device data back.
-        let fuse = crate::current_stream().device().kind == DeviceType::Cpu;
         for node in &self.nodes {
             if now.contains_key(&node.id()) {
                 continue;
             }
             match self.fusion.get(&node.id()) {
-                Some(Fusion::Inner) if fuse => continue,
-                Some(Fusion::Root(g)) if fuse => {
+                Some(Fusion::Inner) => continue,
+                Some(Fusion::Root(g)) => {
                     let ins: Vec<Array> = g.inputs.iter().map(|x| now.get(&x.id()).cloned().unwrap_or_else(|| x.clone())).collect();
                     now.insert(node.id(), ops::fused(&g.program, &ins, node.shape())?);
                     continue;
@@ -123,7 +119,7 @@ impl Compiled {
         Ok(self.outputs.iter().map(|o| now.get(&o.id()).cloned().unwrap_or_else(|| o.clone())).collect())
     }
 
-    /// How many nodes of each primitive a call on a CPU stream builds
+    /// How many nodes of each primitive a call builds
     /// (`"Fused"` for each fused chain): what the replay runs.
     ///
     /// ```
@@ -152,7 +148,7 @@ impl Compiled {
         counts
     }
 
-    /// The fused programs a call on a CPU stream runs, oldest first.
+    /// The fused programs a call runs, oldest first.
     pub fn fused_programs(&self) -> Vec<Arc<crate::primitive::FusedProgram>> {
         self.nodes
             .iter()

@@ -10,17 +10,22 @@ use crate::primitive::OutSpec;
 use crate::Result;
 
 pub(crate) fn astype(k: &mut Launcher<'_>, a: &Operand, out: OutSpec<'_>) -> Result<CudaBuffer> {
-    let (from, to) = (a.dtype, out.dtype);
-    let expr = if !from.is_float() && !to.is_float() {
+    let expr = astype_expr(a.dtype, out.dtype, "x0");
+    elementwise(k, &format!("astype{}", short(a.dtype)), &[a], out.dtype, out.shape, &expr)
+}
+
+/// `x`, a stored value of `from`, as a stored value of `to` (also a step of
+/// a fused chain: `fused.rs`).
+pub(crate) fn astype_expr(from: Dtype, to: Dtype, x: &str) -> String {
+    if !from.is_float() && !to.is_float() {
         if to == Dtype::Bool {
-            "(x0 != 0)".to_string()
+            format!("({x} != 0)")
         } else {
-            format!("(({})(long long)x0)", ctype(to))
+            format!("(({})(long long){x})", ctype(to))
         }
     } else if to == Dtype::Bool {
-        format!("({} != 0.0)", to_double(from, "x0"))
+        format!("({} != 0.0)", to_double(from, x))
     } else {
-        from_double(to, &to_double(from, "x0"))
-    };
-    elementwise(k, &format!("astype{}", short(from)), &[a], to, out.shape, &expr)
+        from_double(to, &to_double(from, x))
+    }
 }

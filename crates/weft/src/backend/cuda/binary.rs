@@ -10,9 +10,16 @@ use crate::primitive::{BinaryOp, OutSpec};
 use crate::Result;
 
 pub(crate) fn binary(k: &mut Launcher<'_>, op: BinaryOp, a: &Operand, b: &Operand, out: OutSpec<'_>) -> Result<CudaBuffer> {
-    let d = a.dtype;
-    let (x, y) = (load(d, "x0"), load(d, "x1"));
-    let expr = if op.is_comparison() {
+    let expr = binary_expr(op, a.dtype, "x0", "x1");
+    elementwise(k, &format!("bin{op:?}"), &[a, b], out.dtype, out.shape, &expr)
+}
+
+/// `op` of `x` and `y`, stored values of `d`, as the stored value it gives
+/// (of `d`, or `bool` for comparisons; also a step of a fused chain:
+/// `fused.rs`).
+pub(crate) fn binary_expr(op: BinaryOp, d: Dtype, x: &str, y: &str) -> String {
+    let (x, y) = (load(d, x), load(d, y));
+    if op.is_comparison() {
         let c = match op {
             BinaryOp::Equal => "==",
             BinaryOp::NotEqual => "!=",
@@ -24,8 +31,7 @@ pub(crate) fn binary(k: &mut Launcher<'_>, op: BinaryOp, a: &Operand, b: &Operan
         format!("(({x}) {c} ({y}))")
     } else {
         store(d, &arith(op, d, &x, &y))
-    };
-    elementwise(k, &format!("bin{op:?}"), &[a, b], out.dtype, out.shape, &expr)
+    }
 }
 
 /// `op(x, y)` in `d`'s compute type.

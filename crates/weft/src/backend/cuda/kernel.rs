@@ -377,6 +377,20 @@ pub(crate) fn elementwise_into(
     shape: &[usize],
     expr: &str,
 ) -> Result<()> {
+    elementwise_src(k, tag, inputs, dest, shape, "", expr)
+}
+
+/// `elementwise_into` with `helpers`, device functions `expr` may call,
+/// placed before the kernel; `tag` must name both.
+fn elementwise_src(
+    k: &mut Launcher<'_>,
+    tag: &str,
+    inputs: &[&Operand],
+    dest: &Dest,
+    shape: &[usize],
+    helpers: &str,
+    expr: &str,
+) -> Result<()> {
     let n = crate::shape::numel(shape);
     if n == 0 {
         return Ok(());
@@ -413,7 +427,7 @@ pub(crate) fn elementwise_into(
     }
     let _ = write!(key, "|{nd}");
     let f = k.function(&key, "ew", || {
-        let mut s = String::new();
+        let mut s = helpers.to_string();
         let nv = (nd * (inputs.len() + 2)).max(1);
         let _ = writeln!(s, "struct P {{ long long v[{nv}]; }};");
         let _ = write!(s, "extern \"C\" __global__ void ew({}* __restrict__ out", ctype(dest.dtype));
@@ -496,8 +510,22 @@ pub(crate) fn elementwise(
     shape: &[usize],
     expr: &str,
 ) -> Result<CudaBuffer> {
+    elementwise_with(k, tag, inputs, dtype, shape, "", expr)
+}
+
+/// `elementwise` with `helpers`, device functions `expr` may call (a fused
+/// chain's function: `fused.rs`); `tag` must name both.
+pub(crate) fn elementwise_with(
+    k: &mut Launcher<'_>,
+    tag: &str,
+    inputs: &[&Operand],
+    dtype: Dtype,
+    shape: &[usize],
+    helpers: &str,
+    expr: &str,
+) -> Result<CudaBuffer> {
     let out = k.alloc(dtype, crate::shape::numel(shape))?;
     let dest = Dest { ptr: out.ptr(), layout: Layout::contiguous(shape), dtype };
-    elementwise_into(k, tag, inputs, &dest, shape, expr)?;
+    elementwise_src(k, tag, inputs, &dest, shape, helpers, expr)?;
     Ok(out)
 }

@@ -19,6 +19,7 @@ mod concatenate;
 mod conv;
 mod copy;
 pub(crate) mod device;
+mod fused;
 mod gather;
 mod gather_axis;
 mod kernel;
@@ -200,6 +201,9 @@ fn kernel_for<'p>(prim: &'p Primitive, inputs: &[Data], out: OutSpec<'p>) -> Opt
         return None;
     }
     Some(match prim {
+        // A chain with a complex64 step inside runs on the host, as the step would.
+        Primitive::Fused(p) if p.steps().iter().any(|s| s.dtype.is_complex()) => return None,
+        Primitive::Fused(p) => kern(move |k, _, o| fused::fused(k, p, o, out)),
         Primitive::Unary(op) => kern(move |k, _, o| unary::unary(k, *op, &o[0], out)),
         Primitive::Binary(op) => kern(move |k, _, o| binary::binary(k, *op, &o[0], &o[1], out)),
         Primitive::Select => kern(move |k, _, o| select::select(k, &o[0], &o[1], &o[2], out)),
@@ -258,12 +262,6 @@ impl Encoder for CudaEncoder {
     fn run(&self, prim: &Primitive, inputs: Vec<Data>, out: OutSpec<'_>) -> Result<Ran> {
         if let Primitive::SliceUpdate { start, step, region } = prim {
             return self.slice_update(start, step, region, inputs, out);
-        }
-        if let Primitive::Fused(_) = prim {
-            // No CUDA codegen for fused chains yet, and no host fallback
-            // (it would copy GPU -> host): `compile` does not fuse on GPU
-            // streams (docs/gpu.md), so only a hand-built node gets here.
-            return Err(Error::Kernel("Fused has no CUDA kernel; compile does not fuse on GPU streams".into()));
         }
         let Some(kernel) = kernel_for(prim, &inputs, out) else {
             return Ok(Ran::NoKernel(inputs));

@@ -9,8 +9,14 @@ use crate::primitive::{OutSpec, UnaryOp};
 use crate::{Error, Result};
 
 pub(crate) fn unary(k: &mut Launcher<'_>, op: UnaryOp, a: &Operand, out: OutSpec<'_>) -> Result<CudaBuffer> {
-    let d = out.dtype;
-    let x = load(d, "x0");
+    let expr = unary_expr(op, out.dtype, "x0")?;
+    elementwise(k, &format!("un{op:?}"), &[a], out.dtype, out.shape, &expr)
+}
+
+/// `op` of `x`, a stored value of `d`, as the stored value of `d` it gives
+/// (also a step of a fused chain: `fused.rs`).
+pub(crate) fn unary_expr(op: UnaryOp, d: Dtype, x: &str) -> Result<String> {
+    let x = load(d, x);
     let expr = match d {
         // `kernel_for` sends complex64 to the host; this answers if it did not.
         Dtype::C64 => return Err(Error::Dtype(format!("{} on complex64 has no CUDA kernel", op.name()))),
@@ -32,7 +38,7 @@ pub(crate) fn unary(k: &mut Launcher<'_>, op: UnaryOp, a: &Operand, out: OutSpec
             }
         }
     };
-    elementwise(k, &format!("un{op:?}"), &[a], d, out.shape, &store(d, &expr))
+    Ok(store(d, &expr))
 }
 
 fn int_err(op: UnaryOp, d: Dtype) -> Error {
