@@ -162,6 +162,34 @@ def test_compile_traces_once_per_signature_and_replays():
         mx.enable_compile()
 
 
+def test_compile_shapeless_traces_once_across_shapes():
+    traces = []
+
+    def f(x, w):
+        traces.append(x.shape)
+        h = mx.exp(x * 0.5) + mx.mean(x, axis=-1, keepdims=True)
+        return mx.softmax(h @ w, axis=-1), mx.var(x, axis=0), mx.sum(h, axis=1)
+
+    cf = mx.compile(f, shapeless=True)
+    rng = np.random.default_rng(0)
+    for n, k, m in [(2, 3, 4), (5, 7, 2), (1, 1, 1), (8, 3, 6), (3, 16, 5), (2, 3, 4)]:
+        xs, ws = rng.normal(size=(n, k)).astype(np.float32), rng.normal(size=(k, m)).astype(np.float32)
+        got = cf(mx.array(xs), mx.array(ws))
+        want = f(mx.array(xs), mx.array(ws))
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            close(g, w)
+    assert len(traces) == 1 + 6  # one trace; the other calls are the uncompiled reference
+    # A new number of dimensions traces again.
+    cf(mx.ones((2, 3, 4)), mx.ones((4, 2)))
+    assert len(traces) == 8
+    # A shape fixed when traced fails clearly on other shapes.
+    cr = mx.compile(lambda x: mx.reshape(x, (6,)) * 2, shapeless=True)
+    close(cr(mx.ones((2, 3))), np.full(6, 2.0))
+    with pytest.raises(ValueError, match="Reshape"):
+        cr(mx.ones((3, 2)))
+
+
 def test_grad_argument_checks_match_mlx():
     f = lambda x: x
     with pytest.raises(ValueError):

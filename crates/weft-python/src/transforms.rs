@@ -625,13 +625,17 @@ fn custom_function(fun: Py<PyAny>) -> CustomFunction {
 }
 
 /// The cache key of a call: the arguments' structure, their non-array
-/// leaves (by repr) and each array's shape and dtype.
-fn signature(py: Python<'_>, t: &Tree, leaves: &mut std::slice::Iter<'_, Array>, out: &mut String) -> PyResult<()> {
+/// leaves (by repr) and each array's shape and dtype (`shapeless`: its
+/// number of dimensions and dtype).
+fn signature(py: Python<'_>, t: &Tree, leaves: &mut std::slice::Iter<'_, Array>, shapeless: bool, out: &mut String) -> PyResult<()> {
     use std::fmt::Write;
     match t {
         Tree::Array => {
             let a = leaves.next().ok_or_else(|| PyValueError::new_err("tree has fewer arrays than its structure"))?;
-            let _ = write!(out, "A{:?}{};", a.shape(), a.dtype());
+            let _ = match shapeless {
+                true => write!(out, "A{}d{};", a.ndim(), a.dtype()),
+                false => write!(out, "A{:?}{};", a.shape(), a.dtype()),
+            };
         }
         Tree::Other(o) => {
             // As MLX: constants are None, bools, ints, floats and strings
@@ -657,7 +661,7 @@ fn signature(py: Python<'_>, t: &Tree, leaves: &mut std::slice::Iter<'_, Array>,
             }
             out.push(if matches!(t, Tree::List(_)) { '[' } else { '(' });
             for x in v {
-                signature(py, x, leaves, out)?;
+                signature(py, x, leaves, shapeless, out)?;
             }
             out.push(']');
         }
@@ -665,7 +669,7 @@ fn signature(py: Python<'_>, t: &Tree, leaves: &mut std::slice::Iter<'_, Array>,
             out.push('{');
             for (k, x) in v {
                 let _ = write!(out, "{}:", k.bind(py).repr()?);
-                signature(py, x, leaves, out)?;
+                signature(py, x, leaves, shapeless, out)?;
             }
             out.push('}');
         }
@@ -685,6 +689,9 @@ struct CompiledFunction {
     /// `inputs=`/`outputs=` (implicit state) were given: weft then calls
     /// the function every time (correct, not cached).
     implicit: bool,
+    /// Keyed without shapes: one trace per number of dimensions and dtype
+    /// of each array, replayed on any shapes (`Compiled::trace_shapeless`).
+    shapeless: bool,
     cache: Mutex<std::collections::HashMap<String, Arc<(transforms::Compiled, Tree)>>>,
 }
 
@@ -717,7 +724,7 @@ impl CompiledFunction {
         let mut leaves = Vec::new();
         let tree = flatten(all.as_any(), &mut leaves)?;
         let mut key = String::new();
-        signature(py, &tree, &mut leaves.iter(), &mut key)?;
+        signature(py, &tree, &mut leaves.iter(), self.shapeless, &mut key)?;
         let hit = self.cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
         if let Some(entry) = hit {
             let outs = entry.0.call(&leaves).py()?;
@@ -725,19 +732,20 @@ impl CompiledFunction {
         }
         let call = PyCall::new(py);
         let out_tree: RefCell<Option<Tree>> = RefCell::new(None);
-        let r = transforms::Compiled::trace(
-            |x| {
-                call.guard((|| {
-                    let rebuilt = unflatten(py, &tree, &mut x.iter())?;
-                    let (a, k) = (rebuilt.get_item(0)?, rebuilt.get_item(1)?);
-                    let out = fun.call(a.cast::<PyTuple>()?, Some(k.cast::<PyDict>()?))?;
-                    let mut outs = Vec::new();
-                    *out_tree.borrow_mut() = Some(flatten(&out, &mut outs)?);
-                    Ok(outs)
-                })())
-            },
-            &leaves,
-        );
+        let body = |x: &[Array]| {
+            call.guard((|| {
+                let rebuilt = unflatten(py, &tree, &mut x.iter())?;
+                let (a, k) = (rebuilt.get_item(0)?, rebuilt.get_item(1)?);
+                let out = fun.call(a.cast::<PyTuple>()?, Some(k.cast::<PyDict>()?))?;
+                let mut outs = Vec::new();
+                *out_tree.borrow_mut() = Some(flatten(&out, &mut outs)?);
+                Ok(outs)
+            })())
+        };
+        let r = match self.shapeless {
+            true => transforms::Compiled::trace_shapeless(body, &leaves),
+            false => transforms::Compiled::trace(body, &leaves),
+        };
         let (compiled, outs) = call.finish(r)?;
         let t = out_tree.borrow_mut().take().ok_or_else(|| PyValueError::new_err("the function was not called"))?;
         let result = unflatten(py, &t, &mut outs.iter())?;
@@ -750,12 +758,16 @@ impl CompiledFunction {
 /// (MLX's `compile`; on CPU streams chains of elementwise ops run as one
 /// fused kernel, docs/transforms.md). With `inputs` or
 /// `outputs` (implicit state), the function is called every time.
-/// `shapeless=True` is accepted: weft retraces for each new shape.
+/// `shapeless=True` traces once per number of dimensions and dtype of each
+/// array argument and replays that trace on new shapes, every node's shape
+/// recomputed from its inputs'; a call on new shapes raises `ValueError`
+/// where an op fixed a shape when traced (a `reshape` to given sizes, a
+/// slice with given bounds, a Python `x.shape[0]` used as a number:
+/// docs/transforms.md).
 #[pyfunction]
 #[pyo3(signature = (fun, inputs = None, outputs = None, shapeless = false))]
 fn compile(fun: Py<PyAny>, inputs: Option<Py<PyAny>>, outputs: Option<Py<PyAny>>, shapeless: bool) -> CompiledFunction {
-    let _ = shapeless;
-    CompiledFunction { fun, implicit: inputs.is_some() || outputs.is_some(), cache: Mutex::new(Default::default()) }
+    CompiledFunction { fun, implicit: inputs.is_some() || outputs.is_some(), shapeless, cache: Mutex::new(Default::default()) }
 }
 
 /// Makes `compile`d functions call the function directly (process-wide).

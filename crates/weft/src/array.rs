@@ -83,12 +83,25 @@ impl Array {
     /// `shape::check_shape` here, the one place every node is made, so no
     /// array's element count, strides or byte size can overflow.
     pub(crate) fn from_op(prim: Primitive, inputs: Vec<Array>, shape: Vec<usize>, dtype: Dtype) -> Result<Array> {
+        Array::from_op_noted(prim, inputs, shape, dtype, || None)
+    }
+
+    /// [`Array::from_op`], with what a shapeless replay needs to know of the
+    /// node's shape beyond its primitive's rule (`note` is called only when
+    /// the node is traced).
+    pub(crate) fn from_op_noted(
+        prim: Primitive,
+        inputs: Vec<Array>,
+        shape: Vec<usize>,
+        dtype: Dtype,
+        note: impl FnOnce() -> Option<trace::ShapeNote>,
+    ) -> Result<Array> {
         check_shape(&shape, dtype.size())?;
         crate::primitive::complex::check(&prim, &inputs, dtype)?;
         let stream = current_stream();
         let traces = trace::union(&inputs);
         let tape = (!traces.is_empty())
-            .then(|| Box::new(Tape { traces, op: TapeOp::Prim(prim.clone()), inputs: inputs.clone() }));
+            .then(|| Box::new(Tape { traces, op: TapeOp::Prim(prim.clone()), inputs: inputs.clone(), note: note() }));
         Ok(Array::with_tape(shape, dtype, stream, Some(Graph { prim, inputs }), NodeState::pending(), tape))
     }
 

@@ -1,6 +1,6 @@
 //! `matmul`: batched, broadcasting matrix product.
 
-use super::{astype, broadcast_to, expand_dims, reshape};
+use super::{astype, expand_dims, reshape};
 use crate::dtype::Dtype;
 use crate::primitive::Primitive;
 use crate::shape::broadcast_shapes;
@@ -30,21 +30,32 @@ pub fn matmul(a: &Array, b: &Array) -> Result<Array> {
     }
     let batch = broadcast_shapes(&a2.shape()[..a2.ndim() - 2], &b2.shape()[..b2.ndim() - 2])?;
     let with = |tail: [usize; 2]| -> Vec<usize> { batch.iter().copied().chain(tail).collect() };
-    let a3 = broadcast_to(&astype(&a2, dtype)?, &with([m, k]))?;
-    let b3 = broadcast_to(&astype(&b2, dtype)?, &with([k, n]))?;
+    let a3 = broadcast_batch(&astype(&a2, dtype)?, &b2, &with([m, k]))?;
+    let b3 = broadcast_batch(&astype(&b2, dtype)?, &a2, &with([k, n]))?;
     let out = Array::from_op(Primitive::Matmul, vec![a3, b3], with([m, n]), dtype)?;
-    let mut shape: Vec<isize> = batch.iter().map(|&d| d as isize).collect();
-    if a.ndim() > 1 {
-        shape.push(m as isize);
+    let nd = out.ndim();
+    let mut drop = Vec::new();
+    if a.ndim() == 1 {
+        drop.push(nd - 2);
     }
-    if b.ndim() > 1 {
-        shape.push(n as isize);
+    if b.ndim() == 1 {
+        drop.push(nd - 1);
     }
-    if shape.len() == out.ndim() {
-        Ok(out)
-    } else {
-        reshape(&out, &shape)
+    super::shape::reshape_units(&out, &drop, &[])
+}
+
+/// `x` broadcast to `shape`, whose batch axes (all but the last two) are
+/// the broadcast of `x`'s and `other`'s: noted so that a shapeless replay
+/// broadcasts to the new batch (`ShapeNote::BatchOf`).
+fn broadcast_batch(x: &Array, other: &Array, shape: &[usize]) -> Result<Array> {
+    if x.shape() == shape {
+        return Ok(x.clone());
     }
+    if broadcast_shapes(x.shape(), shape)? != shape {
+        bail!(Shape, "cannot broadcast shape {:?} to {shape:?}", x.shape());
+    }
+    let note = || Some(crate::transforms::trace::ShapeNote::BatchOf { with: other.clone(), tail: 2 });
+    Array::from_op_noted(Primitive::BroadcastTo, vec![x.clone()], shape.to_vec(), x.dtype(), note)
 }
 
 /// The inner product over the last axes: `a[..., k] * b[..., k]` summed

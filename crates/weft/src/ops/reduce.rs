@@ -3,7 +3,7 @@
 use super::creation::scalar;
 use super::{astype, multiply, reshape, sqrt, subtract};
 use crate::dtype::Dtype;
-use crate::primitive::{ArgReduceOp, Primitive, ReduceOp};
+use crate::primitive::{ArgReduceOp, BinaryOp, Primitive, ReduceOp};
 use crate::shape::{normalize_axis, Axes};
 use crate::{bail, Array, Result};
 
@@ -11,14 +11,7 @@ fn squeeze_axes(out: Array, axes: &[usize], keepdims: bool) -> Result<Array> {
     if keepdims {
         return Ok(out);
     }
-    let shape: Vec<isize> = out
-        .shape()
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !axes.contains(i))
-        .map(|(_, &d)| d as isize)
-        .collect();
-    reshape(&out, &shape)
+    super::shape::reshape_units(&out, axes, &[])
 }
 
 fn reduce(op: ReduceOp, a: &Array, axes: Axes, keepdims: bool) -> Result<Array> {
@@ -100,8 +93,18 @@ pub fn mean(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
     let axes = axes.into();
     let ax = axes.normalize(a.ndim())?;
     let n: usize = ax.iter().map(|&i| a.shape()[i]).product();
-    let s = sum(&astype(a, dtype)?, axes, keepdims)?;
-    multiply(&s, &scalar(1.0 / n as f64, dtype)?)
+    let x = astype(a, dtype)?;
+    let s = sum(&x, axes, keepdims)?;
+    scale_by_inv_count(&s, 1.0 / n as f64, &x, ax, 0)
+}
+
+/// `s * inv` with `inv = 1 / (n - ddof)` counted from `axes` of `of`: the
+/// node notes how a shapeless replay recounts `n` for new shapes of `of`
+/// (`ShapeNote::InvCount`), so the count is never a stale constant.
+fn scale_by_inv_count(s: &Array, inv: f64, of: &Array, axes: Vec<usize>, ddof: usize) -> Result<Array> {
+    let c = scalar(inv, s.dtype())?;
+    let note = || Some(crate::transforms::trace::ShapeNote::InvCount { operand: 1, of: of.clone(), axes, ddof });
+    Array::from_op_noted(Primitive::Binary(BinaryOp::Mul), vec![s.clone(), c], s.shape().to_vec(), s.dtype(), note)
 }
 
 /// Variance over `axes` (`Axes::All`: every axis), dividing by `n - ddof`;
@@ -114,17 +117,15 @@ pub fn var(a: &Array, axes: impl Into<Axes>, keepdims: bool, ddof: usize) -> Res
     let ax = axes.normalize(a.ndim())?;
     let n: usize = ax.iter().map(|&i| a.shape()[i]).product();
     let mut centered = subtract(&a, &mean(&a, axes.clone(), true)?)?;
-    let dtype = if dtype.is_complex() {
+    if dtype.is_complex() {
+        // The modulus is float32.
         centered = super::abs(&centered)?;
-        Dtype::F32
-    } else {
-        dtype
-    };
+    }
     let ss = sum(&multiply(&centered, &centered)?, axes, keepdims)?;
     // As NumPy: n <= ddof gives inf or NaN, not an error.
     let denom = n as f64 - ddof as f64;
     let inv = if denom > 0.0 { 1.0 / denom } else { f64::INFINITY };
-    multiply(&ss, &scalar(inv, dtype)?)
+    scale_by_inv_count(&ss, inv, &a, ax, ddof)
 }
 
 /// Standard deviation: `sqrt(var(a, axes, keepdims, ddof))`.

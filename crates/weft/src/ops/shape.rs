@@ -211,11 +211,19 @@ pub fn expand_dims(a: &Array, axes: impl Into<Axes>) -> Result<Array> {
         bail!(InvalidArgument, "expand_dims needs the axes to insert");
     };
     let at = axes.normalize(a.ndim() + given.len())?;
-    let mut shape: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
-    for ax in at {
-        shape.insert(ax, 1);
+    reshape_units(a, &[], &at)
+}
+
+/// `a` without its size-1 axes `remove`, then with size-1 axes inserted at
+/// `insert` (ascending, axes of the result): a reshape that a shapeless
+/// replay can redo for new sizes of the other axes (`ShapeNote::Units`).
+pub(crate) fn reshape_units(a: &Array, remove: &[usize], insert: &[usize]) -> Result<Array> {
+    let shape = crate::primitive::shape::units_shape(a.shape(), remove, insert)?;
+    if shape == a.shape() {
+        return Ok(a.clone());
     }
-    reshape(a, &shape)
+    let note = || Some(crate::transforms::trace::ShapeNote::Units { remove: remove.to_vec(), insert: insert.to_vec() });
+    Array::from_op_noted(Primitive::Reshape, vec![a.clone()], shape, a.dtype(), note)
 }
 
 /// Removes size-1 axes: those in `axes` (`Axes::All`: every size-1 axis).
@@ -227,8 +235,7 @@ pub fn squeeze(a: &Array, axes: impl Into<Axes>) -> Result<Array> {
     if let Some(&ax) = axes.iter().find(|&&ax| a.shape()[ax] != 1) {
         bail!(Shape, "cannot squeeze axis {ax} of size {} (shape {:?})", a.shape()[ax], a.shape());
     }
-    let shape: Vec<isize> = (0..a.ndim()).filter(|i| !axes.contains(i)).map(|i| a.shape()[i] as isize).collect();
-    reshape(a, &shape)
+    reshape_units(a, &axes, &[])
 }
 
 /// Axes `start_axis..=end_axis` merged into one (a zero-dimensional array

@@ -52,6 +52,12 @@ pub fn logsumexp(a: &Array, axes: impl Into<Axes>, keepdims: bool) -> Result<Arr
     let mut shape = rows.shape().to_vec();
     *shape.last_mut().expect("rows have a last axis") = 1;
     let out = Array::from_op(Primitive::LogSumExp, vec![rows.clone()], shape, rows.dtype())?;
+    if axes == [a.ndim() - 1] {
+        // The rows are `a` itself: drop the kept axis so that a shapeless
+        // replay can follow new sizes.
+        let last = [a.ndim() - 1];
+        return super::shape::reshape_units(&out, if keepdims { &[] } else { &last }, &[]);
+    }
     let target: Vec<isize> = (0..a.ndim())
         .filter_map(|d| match axes.contains(&d) {
             true => keepdims.then_some(1),

@@ -6,6 +6,7 @@ pub mod autodiff;
 pub mod complex;
 pub mod fused;
 pub mod linalg;
+pub mod shape;
 pub mod threefry;
 pub mod unary;
 pub mod view;

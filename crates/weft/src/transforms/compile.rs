@@ -6,15 +6,28 @@
 //! primitives on the new inputs. Arrays the function captured (not derived
 //! from its inputs) are constants of the trace.
 //!
+//! A *shapeless* trace ([`Compiled::trace_shapeless`]) also replays on
+//! inputs of new shapes (the same number of dimensions and dtypes): a first
+//! pass gives every node its new shape, from the note its op left on it
+//! (`trace::ShapeNote`: squeezes, matmul's batch broadcasts, the counts of
+//! `mean` and `var`) or else from its primitive's rule
+//! (`Primitive::output_shape`, `primitive/shape.rs`). A node whose inputs
+//! kept their traced shapes keeps its traced shape; one whose inputs changed
+//! and whose primitive has no rule (a reshape to a given shape, a slice, ...)
+//! fails the call with `Error::Shape` naming the primitive.
+//!
 //! The replay fuses: each chain of elementwise nodes whose intermediates
 //! nothing else reads (`fuse.rs`) is one `Primitive::Fused` node, run in one
 //! chunked pass on the CPU (`backend/cpu/fused.rs`) and as one generated
-//! kernel on CUDA (`backend/cuda/fused.rs`).
-//! A `Compiled` is immutable (its programs are shared `Arc`s), so any
-//! number of threads may call it at once.
+//! kernel on CUDA (`backend/cuda/fused.rs`). A shapeless replay fuses a
+//! group only where its members still share one shape. A `Compiled` is
+//! immutable (its programs are shared `Arc`s), so any number of threads may
+//! call it at once.
 
 use super::fuse::{self, Group};
-use super::trace::{self, new_trace, Kind, TapeOp};
+use super::trace::{self, new_trace, Kind, ShapeNote, TapeOp};
+use crate::primitive::Primitive;
+use crate::shape::broadcast_shapes;
 use crate::{bail, ops, Array, Result};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -23,8 +36,8 @@ use std::sync::Arc;
 enum Fusion {
     /// The result of a group: built as one fused node.
     Root(Arc<Group>),
-    /// Read only inside its group: not built.
-    Inner,
+    /// Read only inside the group of this root: not built.
+    Inner(u64),
 }
 
 /// A traced function, ready to replay.
@@ -36,6 +49,15 @@ pub struct Compiled {
     outputs: Vec<Array>,
     /// The fused groups, by node id.
     fusion: HashMap<u64, Fusion>,
+    /// Whether calls may give inputs of other shapes (same ndim and dtype).
+    shapeless: bool,
+}
+
+/// What a shapeless call changes before building: each node's new shape,
+/// and the constants recomputed for it (by the constant's id).
+struct Plan {
+    shapes: HashMap<u64, Vec<usize>>,
+    constants: HashMap<u64, Array>,
 }
 
 impl Compiled {
@@ -49,6 +71,32 @@ impl Compiled {
     /// assert!((y[0].to_vec::<f32>().unwrap()[0] - 0.5).abs() < 1e-6);
     /// ```
     pub fn trace(f: impl FnOnce(&[Array]) -> Result<Vec<Array>>, inputs: &[Array]) -> Result<(Compiled, Vec<Array>)> {
+        Compiled::trace_with(f, inputs, false)
+    }
+
+    /// Traces `f` on `inputs` for replays on inputs of any shapes with the
+    /// traced inputs' numbers of dimensions and dtypes (MLX's
+    /// `shapeless=True`): `f` runs once, and a call on new shapes replays
+    /// the trace with every node's shape recomputed (module docs).
+    ///
+    /// ```
+    /// use weft::{ops, transforms::Compiled, Array};
+    /// let f = |x: &[Array]| Ok(vec![ops::sum(&ops::exp(&x[0])?, &[-1], false)?]);
+    /// let (c, _) = Compiled::trace_shapeless(f, &[Array::from_slice(&[0.0f32; 6], &[2, 3]).unwrap()]).unwrap();
+    /// let y = c.call(&[Array::from_slice(&[0.0f32; 20], &[5, 4]).unwrap()]).unwrap();
+    /// assert_eq!(y[0].shape(), &[5]);
+    /// assert_eq!(y[0].to_vec::<f32>().unwrap(), vec![4.0; 5]);
+    /// ```
+    pub fn trace_shapeless(f: impl FnOnce(&[Array]) -> Result<Vec<Array>>, inputs: &[Array]) -> Result<(Compiled, Vec<Array>)> {
+        Compiled::trace_with(f, inputs, true)
+    }
+
+    /// Whether calls may give inputs of new shapes ([`Compiled::trace_shapeless`]).
+    pub fn is_shapeless(&self) -> bool {
+        self.shapeless
+    }
+
+    fn trace_with(f: impl FnOnce(&[Array]) -> Result<Vec<Array>>, inputs: &[Array], shapeless: bool) -> Result<(Compiled, Vec<Array>)> {
         let t = new_trace(Kind::Batch);
         let marked: Vec<Array> = inputs.iter().map(|x| trace::mark(x, t)).collect();
         let outs = f(&marked)?;
@@ -62,43 +110,62 @@ impl Compiled {
         for g in fuse::groups(&nodes, &outs, &stop, deps) {
             let g = Arc::new(g);
             for &id in &g.inner {
-                fusion.insert(id, Fusion::Inner);
+                fusion.insert(id, Fusion::Inner(g.root.id()));
             }
             fusion.insert(g.root.id(), Fusion::Root(g));
         }
         let returned = outs.iter().map(|o| trace::unmark(o, t)).collect();
-        Ok((Compiled { inputs: marked, nodes, outputs: outs, fusion }, returned))
+        Ok((Compiled { inputs: marked, nodes, outputs: outs, fusion, shapeless }, returned))
     }
 
     /// The traced function's outputs for `inputs`, which must have the
-    /// traced inputs' shapes and dtypes.
+    /// traced inputs' shapes and dtypes (a shapeless trace: their numbers
+    /// of dimensions and dtypes).
     pub fn call(&self, inputs: &[Array]) -> Result<Vec<Array>> {
         if inputs.len() != self.inputs.len() {
             bail!(InvalidArgument, "compiled function: {} inputs for a trace of {}", inputs.len(), self.inputs.len());
         }
         let mut now: HashMap<u64, Array> = HashMap::with_capacity(self.nodes.len());
+        let mut reshaped = false;
         for (m, x) in self.inputs.iter().zip(inputs) {
-            if m.shape() != x.shape() || m.dtype() != x.dtype() {
+            let fits = if self.shapeless { m.ndim() == x.ndim() } else { m.shape() == x.shape() };
+            if !fits || m.dtype() != x.dtype() {
                 bail!(
                     Shape,
-                    "compiled function: input of shape {:?} ({}) for a trace of shape {:?} ({})",
+                    "compiled function: input of shape {:?} ({}) for a {}trace of shape {:?} ({})",
                     x.shape(),
                     x.dtype(),
+                    if self.shapeless { "shapeless " } else { "" },
                     m.shape(),
                     m.dtype()
                 );
             }
+            reshaped |= m.shape() != x.shape();
             now.insert(m.id(), x.clone());
         }
+        let plan = if reshaped { Some(self.plan(inputs)?) } else { None };
+        if let Some(p) = &plan {
+            now.extend(p.constants.iter().map(|(&id, c)| (id, c.clone())));
+        }
+        let shape_of = |node: &Array| -> Vec<usize> {
+            plan.as_ref().and_then(|p| p.shapes.get(&node.id())).cloned().unwrap_or_else(|| node.shape().to_vec())
+        };
+        // A shapeless replay fuses a group only where its members still
+        // have one shape (a fused node has one shape for every step).
+        let fused_root = |root: u64| -> bool {
+            let (Some(p), Some(Fusion::Root(g))) = (&plan, self.fusion.get(&root)) else { return true };
+            let shape = p.shapes.get(&root);
+            g.inner.iter().all(|id| p.shapes.get(id) == shape)
+        };
         for node in &self.nodes {
             if now.contains_key(&node.id()) {
                 continue;
             }
             match self.fusion.get(&node.id()) {
-                Some(Fusion::Inner) => continue,
-                Some(Fusion::Root(g)) => {
+                Some(Fusion::Inner(root)) if fused_root(*root) => continue,
+                Some(Fusion::Root(g)) if fused_root(node.id()) => {
                     let ins: Vec<Array> = g.inputs.iter().map(|x| now.get(&x.id()).cloned().unwrap_or_else(|| x.clone())).collect();
-                    now.insert(node.id(), ops::fused(&g.program, &ins, node.shape())?);
+                    now.insert(node.id(), ops::fused(&g.program, &ins, &shape_of(node))?);
                     continue;
                 }
                 _ => {}
@@ -106,8 +173,18 @@ impl Compiled {
             let Some(tape) = node.tape() else { continue };
             let replayed = match &tape.op {
                 TapeOp::Prim(p) => {
-                    let ins = tape.inputs.iter().map(|x| now.get(&x.id()).cloned().unwrap_or_else(|| x.clone())).collect();
-                    Array::from_op(p.clone(), ins, node.shape().to_vec(), node.dtype())?
+                    let mut ins: Vec<Array> = tape.inputs.iter().map(|x| now.get(&x.id()).cloned().unwrap_or_else(|| x.clone())).collect();
+                    let shape = shape_of(node);
+                    if plan.is_some() && matches!(p, Primitive::Matmul) {
+                        // The op broadcast the batch axes before the node;
+                        // broadcast the new operands to the new batch.
+                        let nd = shape.len();
+                        for x in ins.iter_mut() {
+                            let want = [&shape[..nd - 2], &x.shape()[nd - 2..]].concat();
+                            *x = ops::broadcast_to(x, &want)?;
+                        }
+                    }
+                    Array::from_op(p.clone(), ins, shape, node.dtype())?
                 }
                 TapeOp::Custom(call, i) => match now.get(&call.outs[*i].id()) {
                     Some(a) => a.clone(),
@@ -117,6 +194,66 @@ impl Compiled {
             now.insert(node.id(), replayed);
         }
         Ok(self.outputs.iter().map(|o| now.get(&o.id()).cloned().unwrap_or_else(|| o.clone())).collect())
+    }
+
+    /// The new shape of every node for `inputs` of new shapes (a shapeless
+    /// trace), and the shape-dependent constants recomputed.
+    fn plan(&self, inputs: &[Array]) -> Result<Plan> {
+        let mut shapes: HashMap<u64, Vec<usize>> = HashMap::with_capacity(self.nodes.len());
+        let mut constants = HashMap::new();
+        for (m, x) in self.inputs.iter().zip(inputs) {
+            shapes.insert(m.id(), x.shape().to_vec());
+        }
+        for node in &self.nodes {
+            if shapes.contains_key(&node.id()) {
+                continue;
+            }
+            let Some(tape) = node.tape() else { continue };
+            let new = |a: &Array, shapes: &HashMap<u64, Vec<usize>>| shapes.get(&a.id()).cloned().unwrap_or_else(|| a.shape().to_vec());
+            let shape = match &tape.op {
+                TapeOp::Custom(call, i) => new(&call.outs[*i], &shapes),
+                TapeOp::Prim(p) => {
+                    let ins: Vec<Vec<usize>> = tape.inputs.iter().map(|x| new(x, &shapes)).collect();
+                    let unchanged = ins.iter().zip(&tape.inputs).all(|(s, x)| s == x.shape());
+                    let fail = |e: crate::Error| {
+                        crate::Error::Shape(format!(
+                            "shapeless compile: cannot replay {} (traced on inputs of shapes {:?}, giving {:?}) on inputs of shapes {ins:?}: {e}",
+                            p.name(),
+                            tape.inputs.iter().map(|x| x.shape().to_vec()).collect::<Vec<_>>(),
+                            node.shape(),
+                        ))
+                    };
+                    match &tape.note {
+                        Some(ShapeNote::Units { remove, insert }) => {
+                            crate::primitive::shape::units_shape(&ins[0], remove, insert).map_err(fail)?
+                        }
+                        Some(ShapeNote::BatchOf { with, tail }) => {
+                            let (x, w) = (&ins[0], new(with, &shapes));
+                            let (nx, nw) = (x.len().saturating_sub(*tail), w.len().saturating_sub(*tail));
+                            let mut out = broadcast_shapes(&x[..nx], &w[..nw]).map_err(fail)?;
+                            out.extend_from_slice(&x[nx..]);
+                            out
+                        }
+                        Some(ShapeNote::InvCount { operand, of, axes, ddof }) => {
+                            let of = new(of, &shapes);
+                            let n: usize = axes.iter().map(|&a| of.get(a).copied().unwrap_or(1)).product();
+                            let denom = n as f64 - *ddof as f64;
+                            let inv = if denom > 0.0 { 1.0 / denom } else { f64::INFINITY };
+                            let c = &tape.inputs[*operand];
+                            constants.insert(c.id(), ops::astype(&Array::scalar(inv), c.dtype())?);
+                            p.output_shape(&ins.iter().map(Vec::as_slice).collect::<Vec<_>>()).map_err(fail)?
+                        }
+                        None if unchanged => node.shape().to_vec(),
+                        None => p.output_shape(&ins.iter().map(Vec::as_slice).collect::<Vec<_>>()).map_err(fail)?,
+                    }
+                }
+            };
+            if shape.len() != node.ndim() {
+                bail!(Internal, "shapeless compile: {:?} replayed as {shape:?}", node.shape());
+            }
+            shapes.insert(node.id(), shape);
+        }
+        Ok(Plan { shapes, constants })
     }
 
     /// How many nodes of each primitive a call builds
@@ -137,7 +274,7 @@ impl Compiled {
                 continue;
             }
             let name = match (self.fusion.get(&node.id()), node.tape().map(|t| &t.op)) {
-                (Some(Fusion::Inner), _) => continue,
+                (Some(Fusion::Inner(_)), _) => continue,
                 (Some(Fusion::Root(_)), _) => "Fused".to_string(),
                 (None, Some(TapeOp::Prim(p))) => p.name().to_string(),
                 (None, Some(TapeOp::Custom(..))) => "Custom".to_string(),

@@ -66,7 +66,7 @@ pub fn custom_vjp(
                     ids.insert(at, t);
                 }
             }
-            let tape = Tape { traces: ids, op: TapeOp::Custom(call.clone(), i), inputs: inputs.to_vec() };
+            let tape = Tape { traces: ids, op: TapeOp::Custom(call.clone(), i), inputs: inputs.to_vec(), note: None };
             Array::retaped(o, Some(Box::new(tape)))
         })
         .collect();

@@ -26,6 +26,26 @@ pub(crate) struct Tape {
     pub traces: Vec<u64>,
     pub op: TapeOp,
     pub inputs: Vec<Array>,
+    /// How a shapeless replay finds this node's shape when its primitive's
+    /// rule cannot (`compile.rs`); stated by the op that built the node.
+    pub note: Option<ShapeNote>,
+}
+
+/// What an op knows about a node's shape beyond its primitive's rule
+/// (`Primitive::output_shape`), for shapeless replays (`compile.rs`). Kept
+/// on the node's tape, so only traced nodes carry one.
+pub(crate) enum ShapeNote {
+    /// A `Reshape` that only drops size-1 axes `remove` (of its input) and
+    /// then inserts size-1 axes at `insert` (of its output, ascending):
+    /// `squeeze` and `expand_dims`.
+    Units { remove: Vec<usize>, insert: Vec<usize> },
+    /// A `BroadcastTo` of its input to the broadcast of the leading (batch)
+    /// axes of the input and of `with`, the input's last `tail` axes kept:
+    /// `matmul` broadcasting one operand's batch axes to the other's.
+    BatchOf { with: Array, tail: usize },
+    /// Input `operand` of this node is the constant `1 / (n - ddof)`, `n`
+    /// the product of the sizes of axes `axes` of `of`: `mean` and `var`.
+    InvCount { operand: usize, of: Array, axes: Vec<usize>, ddof: usize },
 }
 
 pub(crate) enum TapeOp {
@@ -92,7 +112,7 @@ pub(crate) fn mark(a: &Array, t: u64) -> Array {
     if let Err(i) = ids.binary_search(&t) {
         ids.insert(i, t);
     }
-    Array::retaped(a, Some(Box::new(Tape { traces: ids, op: TapeOp::Prim(Primitive::Reshape), inputs: vec![a.clone()] })))
+    Array::retaped(a, Some(Box::new(Tape { traces: ids, op: TapeOp::Prim(Primitive::Reshape), inputs: vec![a.clone()], note: None })))
 }
 
 /// `a` with the trace ids for which `drop` is true removed (`a` itself when
@@ -104,7 +124,7 @@ pub(crate) fn unmark_where(a: &Array, drop: impl Fn(u64) -> bool) -> Array {
     }
     let keep: Vec<u64> = ids.iter().copied().filter(|&t| !drop(t)).collect();
     let tape = (!keep.is_empty())
-        .then(|| Box::new(Tape { traces: keep, op: TapeOp::Prim(Primitive::Reshape), inputs: vec![a.clone()] }));
+        .then(|| Box::new(Tape { traces: keep, op: TapeOp::Prim(Primitive::Reshape), inputs: vec![a.clone()], note: None }));
     Array::retaped(a, tape)
 }
 
