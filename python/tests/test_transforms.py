@@ -190,6 +190,17 @@ def test_compile_shapeless_traces_once_across_shapes():
         cr(mx.ones((3, 2)))
 
 
+def test_shapeless_zeros_like_and_ones_like_follow_the_input():
+    cz = mx.compile(lambda x: mx.zeros_like(x), shapeless=True)
+    co = mx.compile(lambda x: mx.ones_like(x, dtype=mx.int32) + x.astype(mx.int32), shapeless=True)
+    for shape in [(1, 1, 32), (2, 2, 16), (3, 5, 1)]:
+        x = mx.full(shape, float("nan"))
+        z = cz(x)
+        assert z.shape == shape and not np.isnan(np.array(z)).any() and (np.array(z) == 0).all()
+        o = co(mx.full(shape, 2.0))
+        assert o.shape == shape and o.dtype == mx.int32 and (np.array(o) == 3).all()
+
+
 def test_grad_argument_checks_match_mlx():
     f = lambda x: x
     with pytest.raises(ValueError):

@@ -224,6 +224,15 @@ fn filled(shape: &[usize], value: Scalar, dtype: Dtype) -> PyResult<Array> {
     ops::broadcast_to(&value.to_array(dtype), shape).py()
 }
 
+/// `value` in `dtype`, shaped like `a` through a node that reads `a`
+/// (`where(a == a, v, v)`: `v` either way, NaN included), so that a
+/// shapeless `compile` replays it at `a`'s new shape instead of keeping the
+/// traced one (docs/transforms.md, "shapeless").
+fn filled_like(a: &Array, value: Scalar, dtype: Dtype) -> PyResult<Array> {
+    let v = value.to_array(dtype);
+    ops::where_(&ops::equal(a, a).py()?, &v, &v).py()
+}
+
 #[pyfunction]
 #[pyo3(signature = (shape, dtype = PyDtype(Dtype::F32), *, stream = None))]
 pub fn zeros(shape: Shape, dtype: PyDtype, stream: Stream) -> PyResult<PyArray> {
@@ -252,7 +261,7 @@ pub fn full(shape: Shape, vals: &Any<'_>, dtype: Option<PyDtype>, stream: Stream
 pub fn zeros_like(a: &Any<'_>, dtype: Option<PyDtype>, stream: Stream) -> PyResult<PyArray> {
     on_stream(&stream, || {
         let a = to_array(a, None)?;
-        filled(a.shape(), Scalar::Int(0), dtype.map_or(a.dtype(), |d| d.0)).map(PyArray::from)
+        filled_like(&a, Scalar::Int(0), dtype.map_or(a.dtype(), |d| d.0)).map(PyArray::from)
     })
 }
 
@@ -262,7 +271,7 @@ pub fn zeros_like(a: &Any<'_>, dtype: Option<PyDtype>, stream: Stream) -> PyResu
 pub fn ones_like(a: &Any<'_>, dtype: Option<PyDtype>, stream: Stream) -> PyResult<PyArray> {
     on_stream(&stream, || {
         let a = to_array(a, None)?;
-        filled(a.shape(), Scalar::Int(1), dtype.map_or(a.dtype(), |d| d.0)).map(PyArray::from)
+        filled_like(&a, Scalar::Int(1), dtype.map_or(a.dtype(), |d| d.0)).map(PyArray::from)
     })
 }
 
