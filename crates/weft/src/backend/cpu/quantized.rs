@@ -380,13 +380,9 @@ fn qmv<'a, S: Element + Sync>(
     rows: impl Fn(usize) -> Row<'a, S> + Sync,
     y: &mut [f32],
 ) {
-    // Computed transposed (`[n, m]`: a task owns whole weight rows), then
-    // written out as `[m, n]`; for one row of x the two are the same.
-    let mut yt = if m == 1 { Vec::new() } else { vec![0f32; n * m] };
     #[cfg(target_arch = "x86_64")]
     let (avx512, avx2, fused) = (simd::avx512(), simd::avx2(), simd::Fused::new(bits, gs, x, m, k));
-    let task = |(t, out): (usize, &mut [f32])| {
-        let r0 = t * QMV_ROWS_PER_TASK;
+    by_weight_rows(m, k, n, y, |r0, out| {
         #[cfg(target_arch = "x86_64")]
         if let Some(f) = &fused {
             let mut scratch = Vec::new();
@@ -416,13 +412,23 @@ fn qmv<'a, S: Element + Sync>(
             }
             qmv_row::<false, S>(bits, gs, &row, x, m, &mut buf, o);
         }
-    };
+    });
+}
+
+/// The task split of the matrix-vector paths ([`qmv`], `int8::qmv`): each
+/// task gets a run of [`QMV_ROWS_PER_TASK`] weight rows starting at `r0`
+/// and fills `out` with their `m` results each (`[rows, m]`); tasks run in
+/// parallel from [`PARALLEL_FLOPS`] multiply-adds (`m * k * n`). `y` is
+/// written as `[m, n]`: computed transposed, then copied out (for one row
+/// of `x` the two are the same and `y` is written directly).
+fn by_weight_rows(m: usize, k: usize, n: usize, y: &mut [f32], task: impl Fn(usize, &mut [f32]) + Sync) {
+    let mut yt = if m == 1 { Vec::new() } else { vec![0f32; n * m] };
     let out: &mut [f32] = if m == 1 { y } else { &mut yt };
-    let chunks = out.chunks_mut(QMV_ROWS_PER_TASK * m).enumerate();
+    let run = |(t, o): (usize, &mut [f32])| task(t * QMV_ROWS_PER_TASK, o);
     if n * m * k < PARALLEL_FLOPS || rayon::current_num_threads() == 1 {
-        chunks.for_each(task);
+        out.chunks_mut(QMV_ROWS_PER_TASK * m).enumerate().for_each(run);
     } else {
-        out.par_chunks_mut(QMV_ROWS_PER_TASK * m).enumerate().for_each(task);
+        out.par_chunks_mut(QMV_ROWS_PER_TASK * m).enumerate().for_each(run);
     }
     if m > 1 {
         for (r, v) in yt.chunks(m).enumerate() {

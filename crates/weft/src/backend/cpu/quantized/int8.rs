@@ -37,11 +37,10 @@
 //! position `p` pairs the low nibble of byte `p` (`p < 16`) or the high
 //! nibble of byte `p - 16` with `q[p]`.
 
-use super::{Row, PARALLEL_FLOPS, QMV_ROWS_PER_TASK};
+use super::{by_weight_rows, Row};
 use crate::dtype::Element;
 use half::slice::HalfFloatSliceExt;
 use half::f16;
-use rayon::prelude::*;
 use std::any::TypeId;
 
 /// Elements of `x` per int8 block.
@@ -182,17 +181,35 @@ impl Prepared {
 
     /// `out[i] = x̂[i] . ŵ` for every row of `x` and one weight row: codes
     /// `codes` (`k * bits / 8` bytes), scales `s` and biases `b` (one per
-    /// group, float32), with `level`'s kernels (it must be available).
-    pub(super) fn row(&self, level: Level, codes: &[u8], s: &[f32], b: &[f32], out: &mut [f32]) {
+    /// group), with `level`'s kernels (it must be available). The x86
+    /// kernels read float16 scales (GGUF's) as they are, 8 at a time with
+    /// F16C; other types, and the portable kernel, first convert them
+    /// into `scratch`.
+    pub(super) fn row<S: Element>(&self, level: Level, codes: &[u8], s: &[S], b: &[S], scratch: &mut Vec<f32>, out: &mut [f32]) {
+        let ng = self.ng;
         assert!(
-            codes.len() * 8 == self.k * self.bits as usize && s.len() == self.ng && b.len() == self.ng && out.len() == self.m,
+            codes.len() * 8 == self.k * self.bits as usize && s.len() == ng && b.len() == ng && out.len() == self.m,
             "int8 qmv: a row of the wrong length"
         );
         assert!(level.available(), "int8 qmv: {level:?} is not available on this CPU");
+        let half = TypeId::of::<S>() == TypeId::of::<f16>();
+        if !(half && level != Level::Portable) {
+            scratch.resize(2 * ng, 0.0);
+            let (sf, bf) = scratch.split_at_mut(ng);
+            to_f32(s, sf);
+            to_f32(b, bf);
+        }
         match level {
-            Level::Portable => self.rows_portable(codes, s, b, out),
+            Level::Portable => self.rows_portable(codes, &scratch[..ng], &scratch[ng..], out),
             #[cfg(target_arch = "x86_64")]
-            Level::Avx2 | Level::Vnni => x86::rows(self, level == Level::Vnni, codes, s, b, out),
+            Level::Avx2 | Level::Vnni => {
+                let vnni = level == Level::Vnni;
+                if half {
+                    x86::rows::<true>(self, vnni, codes, s.as_ptr().cast(), b.as_ptr().cast(), out)
+                } else {
+                    x86::rows::<false>(self, vnni, codes, scratch.as_ptr().cast(), scratch[ng..].as_ptr().cast(), out)
+                }
+            }
             #[cfg(not(target_arch = "x86_64"))]
             _ => unreachable!("checked available above"),
         }
@@ -263,42 +280,16 @@ fn bytes(words: &[u32]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 4) }
 }
 
-/// The int8 counterpart of `qmv` (same task split over weight rows, the
-/// same threshold for running tasks in parallel): `y` (`[m, n]`) `= x̂ @ ŵ.T`
-/// for the `n` weight rows given by `rows`.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn qmv<'a, S: Element + Sync>(
-    level: Level,
-    p: &Prepared,
-    n: usize,
-    rows: impl Fn(usize) -> Row<'a, S> + Sync,
-    y: &mut [f32],
-) {
-    let (m, k, ng) = (p.m, p.k, p.ng);
-    let mut yt = if m == 1 { Vec::new() } else { vec![0f32; n * m] };
-    let task = |(t, out): (usize, &mut [f32])| {
-        let r0 = t * QMV_ROWS_PER_TASK;
-        let (mut s, mut b) = (vec![0f32; ng], vec![0f32; ng]);
-        for (j, o) in out.chunks_mut(m).enumerate() {
+/// The int8 counterpart of `qmv` (the same task split, `by_weight_rows`):
+/// `y` (`[m, n]`) `= x̂ @ ŵ.T` for the `n` weight rows given by `rows`.
+pub(super) fn qmv<'a, S: Element + Sync>(level: Level, p: &Prepared, n: usize, rows: impl Fn(usize) -> Row<'a, S> + Sync, y: &mut [f32]) {
+    by_weight_rows(p.m, p.k, n, y, |r0, out| {
+        let mut scratch = Vec::new();
+        for (j, o) in out.chunks_mut(p.m).enumerate() {
             let row = rows(r0 + j);
-            to_f32(row.s, &mut s);
-            to_f32(row.b, &mut b);
-            p.row(level, bytes(row.words), &s, &b, o);
+            p.row(level, bytes(row.words), row.s, row.b, &mut scratch, o);
         }
-    };
-    let out: &mut [f32] = if m == 1 { y } else { &mut yt };
-    if n * m * k < PARALLEL_FLOPS || rayon::current_num_threads() == 1 {
-        out.chunks_mut(QMV_ROWS_PER_TASK * m).enumerate().for_each(task);
-    } else {
-        out.par_chunks_mut(QMV_ROWS_PER_TASK * m).enumerate().for_each(task);
-    }
-    if m > 1 {
-        for (r, v) in yt.chunks(m).enumerate() {
-            for (i, &e) in v.iter().enumerate() {
-                y[i * n + r] = e;
-            }
-        }
-    }
+    });
 }
 
 #[cfg(test)]

@@ -172,7 +172,7 @@ struct Args {
 /// `p` holds at least `g + 1` values of that type; the CPU has F16C.
 #[target_feature(enable = "f16c")]
 #[inline]
-unsafe fn load<const H: bool>(p: *const u8, g: usize) -> f32 {
+pub(super) unsafe fn load<const H: bool>(p: *const u8, g: usize) -> f32 {
     // SAFETY: the caller's contract.
     unsafe {
         if H {

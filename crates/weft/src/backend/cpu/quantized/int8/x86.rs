@@ -10,13 +10,14 @@
 //! hi`, each pair sum widened to `i32` by `vpmaddwd` before the `* 16`).
 //! `vpdpbusd` sums its four products in `i32` without saturation.
 
+use super::super::simd::load;
 use super::{Prepared, BLOCK, LANES};
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
 
 pub(super) fn has_avx2() -> bool {
     static HAS: OnceLock<bool> = OnceLock::new();
-    *HAS.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
+    *HAS.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c"))
 }
 
 pub(super) fn has_vnni() -> bool {
@@ -31,42 +32,44 @@ pub(super) fn has_vnni() -> bool {
 }
 
 /// Every row of `p` against one weight row, in calls of up to 8 (VNNI) or 4
-/// (AVX2) rows of `x` at a time.
-pub(super) fn rows(p: &Prepared, vnni: bool, codes: &[u8], s: &[f32], b: &[f32], out: &mut [f32]) {
+/// (AVX2) rows of `x` at a time. `s` and `b` point at the row's `ng` scales
+/// and biases: `f16` when `H`, else `f32`.
+pub(super) fn rows<const H: bool>(p: &Prepared, vnni: bool, codes: &[u8], s: *const u8, b: *const u8, out: &mut [f32]) {
     // `Prepared::row` asserted the lengths: `codes` is `k * bits / 8`
-    // bytes, `s` and `b` are `ng` long, `out` is `m` long.
+    // bytes, `s` and `b` hold `ng` values of the type `H` says, `out` is
+    // `m` long.
     let mut i0 = 0;
     while i0 < p.m {
         let most = if vnni { 8 } else { 4 };
         let r = [8, 4, 2, 1].into_iter().find(|&r| r <= most && r <= p.m - i0).unwrap_or(1);
-        let a = Args { p, i0, codes: codes.as_ptr(), s: s.as_ptr(), b: b.as_ptr() };
+        let a = Args { p, i0, codes: codes.as_ptr(), s, b };
         let o = &mut out[i0..i0 + r];
         macro_rules! call {
             ($f:ident) => {
                 match (p.bits, r) {
-                    (4, 8) => $f::<4, 8>(&a, o),
-                    (4, 4) => $f::<4, 4>(&a, o),
-                    (4, 2) => $f::<4, 2>(&a, o),
-                    (4, _) => $f::<4, 1>(&a, o),
-                    (_, 8) => $f::<8, 8>(&a, o),
-                    (_, 4) => $f::<8, 4>(&a, o),
-                    (_, 2) => $f::<8, 2>(&a, o),
-                    (_, _) => $f::<8, 1>(&a, o),
+                    (4, 8) => $f::<4, 8, H>(&a, o),
+                    (4, 4) => $f::<4, 4, H>(&a, o),
+                    (4, 2) => $f::<4, 2, H>(&a, o),
+                    (4, _) => $f::<4, 1, H>(&a, o),
+                    (_, 8) => $f::<8, 8, H>(&a, o),
+                    (_, 4) => $f::<8, 4, H>(&a, o),
+                    (_, 2) => $f::<8, 2, H>(&a, o),
+                    (_, _) => $f::<8, 1, H>(&a, o),
                 }
             };
         }
         if vnni {
             assert!(has_vnni(), "int8 qmv: no AVX-512 VNNI");
             // SAFETY: `rows_vnni` is compiled for AVX-512 F/BW/VL/VNNI + AVX2
-            // + FMA, which `has_vnni` just confirmed. Its reads (see `Args`):
+            // + FMA + F16C, which `has_vnni` just confirmed. Its reads (see `Args`):
             // rows `i0..i0 + r` of `p` (`i0 + r <= m`), the row's
             // `k * bits / 8` code bytes and `ng` scales and biases (lengths
             // asserted by `Prepared::row`); it writes `o` (`r` long).
             unsafe { call!(rows_vnni) }
         } else {
             assert!(has_avx2(), "int8 qmv: no AVX2");
-            // SAFETY: as above, for `rows_avx2` (AVX2 + FMA, confirmed by
-            // `has_avx2`).
+            // SAFETY: as above, for `rows_avx2` (AVX2 + FMA + F16C,
+            // confirmed by `has_avx2`).
             unsafe { call!(rows_avx2) }
         }
         i0 += r;
@@ -74,13 +77,14 @@ pub(super) fn rows(p: &Prepared, vnni: bool, codes: &[u8], s: &[f32], b: &[f32],
 }
 
 /// One kernel call's operands: rows `i0..i0 + M` of `p`, and one weight
-/// row's codes (`p.k * bits / 8` bytes), scales and biases (`p.ng` each).
+/// row's codes (`p.k * bits / 8` bytes), scales and biases (`p.ng` each,
+/// `f16` or `f32` as the kernel's `H` says).
 struct Args<'a> {
     p: &'a Prepared,
     i0: usize,
     codes: *const u8,
-    s: *const f32,
-    b: *const f32,
+    s: *const u8,
+    b: *const u8,
 }
 
 /// `((t0 + t4) + (t2 + t6)) + ((t1 + t5) + (t3 + t7))` of 8 lanes (`tree`).
@@ -95,23 +99,28 @@ fn hsum(t: __m256) -> f32 {
 /// groups at a time, then the remaining ones lane by lane.
 ///
 /// # Safety
-/// The CPU has AVX2 and FMA; `a.b` holds `ng` floats; `i < m`.
-#[target_feature(enable = "avx2,fma")]
-unsafe fn bias_sum(a: &Args, i: usize) -> f32 {
+/// The CPU has AVX2, FMA and F16C; `a.b` holds `ng` values (`f16` when
+/// `H`, else `f32`); `i < m`.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn bias_sum<const H: bool>(a: &Args, i: usize) -> f32 {
     let ng = a.p.ng;
     let xs = &a.p.xs[i * ng..(i + 1) * ng];
     let mut acc = _mm256_setzero_ps();
     let full = ng / LANES * LANES;
     for g in (0..full).step_by(LANES) {
-        // SAFETY: `g + 8 <= ng` floats of `a.b` (caller) and of `xs`.
-        acc = unsafe { _mm256_fmadd_ps(_mm256_loadu_ps(a.b.add(g)), _mm256_loadu_ps(xs.as_ptr().add(g)), acc) };
+        // SAFETY: `g + 8 <= ng` values of `a.b` (caller) and floats of `xs`.
+        let (b, x) = unsafe {
+            let b = if H { _mm256_cvtph_ps(_mm_loadu_si128(a.b.cast::<u16>().add(g).cast())) } else { _mm256_loadu_ps(a.b.cast::<f32>().add(g)) };
+            (b, _mm256_loadu_ps(xs.as_ptr().add(g)))
+        };
+        acc = _mm256_fmadd_ps(b, x, acc);
     }
     let mut lanes = [0f32; LANES];
     // SAFETY: `lanes` holds 8 floats.
     unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc) };
     for g in full..ng {
         // SAFETY: `g < ng` (caller's contract for `a.b`).
-        let b = unsafe { *a.b.add(g) };
+        let b = unsafe { load::<H>(a.b, g) };
         lanes[g % LANES] = b.mul_add(xs[g], lanes[g % LANES]);
     }
     // SAFETY: `lanes` holds 8 floats.
@@ -151,9 +160,9 @@ unsafe fn block_codes<const B: u32>(codes: *const u8, blk: usize) -> __m256i {
 /// the block's parity.
 ///
 /// # Safety
-/// The CPU has AVX2 and FMA; `a` is as [`Args`] says; `out` is `M` long.
-#[target_feature(enable = "avx2,fma")]
-unsafe fn rows_avx2<const B: u32, const M: usize>(a: &Args, out: &mut [f32]) {
+/// The CPU has AVX2, FMA and F16C; `a` is as [`Args`] says; `out` is `M` long.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn rows_avx2<const B: u32, const M: usize, const H: bool>(a: &Args, out: &mut [f32]) {
     let p = a.p;
     let (k, nb) = (p.k, p.nb);
     let ones = _mm256_set1_epi16(1);
@@ -167,7 +176,7 @@ unsafe fn rows_avx2<const B: u32, const M: usize>(a: &Args, out: &mut [f32]) {
             // `blk >> shift < ng`.
             unsafe {
                 let w = block_codes::<B>(a.codes, blk);
-                let sv = _mm256_set1_ps(*a.s.add(blk >> p.shift));
+                let sv = _mm256_set1_ps(load::<H>(a.s, blk >> p.shift));
                 for (i, acc) in acc.iter_mut().enumerate() {
                     let row = a.i0 + i;
                     let xq = _mm256_loadu_si256(p.q.as_ptr().add(row * k + blk * BLOCK).cast());
@@ -187,7 +196,7 @@ unsafe fn rows_avx2<const B: u32, const M: usize>(a: &Args, out: &mut [f32]) {
     }
     for (i, (o, acc)) in out.iter_mut().zip(acc).enumerate() {
         // SAFETY: row `a.i0 + i < m`; the caller's contract for `a.b`.
-        *o = hsum(_mm256_add_ps(acc[0], acc[1])) + unsafe { bias_sum(a, a.i0 + i) };
+        *o = hsum(_mm256_add_ps(acc[0], acc[1])) + unsafe { bias_sum::<H>(a, a.i0 + i) };
     }
 }
 
@@ -197,10 +206,10 @@ unsafe fn rows_avx2<const B: u32, const M: usize>(a: &Args, out: &mut [f32]) {
 /// 256 bits wide into the low half.
 ///
 /// # Safety
-/// The CPU has AVX-512 F/BW/VL/VNNI, AVX2 and FMA; `a` is as [`Args`]
-/// says; `out` is `M` long.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")]
-unsafe fn rows_vnni<const B: u32, const M: usize>(a: &Args, out: &mut [f32]) {
+/// The CPU has AVX-512 F/BW/VL/VNNI, AVX2, FMA and F16C; `a` is as
+/// [`Args`] says; `out` is `M` long.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+unsafe fn rows_vnni<const B: u32, const M: usize, const H: bool>(a: &Args, out: &mut [f32]) {
     let p = a.p;
     let (k, nb) = (p.k, p.nb);
     let mut acc = [_mm512_setzero_ps(); M];
@@ -219,7 +228,7 @@ unsafe fn rows_vnni<const B: u32, const M: usize>(a: &Args, out: &mut [f32]) {
             } else {
                 _mm512_loadu_si512(a.codes.add(blk * 32).cast())
             };
-            let (s0, s1) = (*a.s.add(blk >> p.shift), *a.s.add((blk + 1) >> p.shift));
+            let (s0, s1) = (load::<H>(a.s, blk >> p.shift), load::<H>(a.s, (blk + 1) >> p.shift));
             let sv = _mm512_castpd_ps(_mm512_insertf64x4::<1>(
                 _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_set1_ps(s0))),
                 _mm256_castps_pd(_mm256_set1_ps(s1)),
@@ -239,7 +248,7 @@ unsafe fn rows_vnni<const B: u32, const M: usize>(a: &Args, out: &mut [f32]) {
         // 8 `d8` floats per row).
         unsafe {
             let w = block_codes::<B>(a.codes, blk);
-            let sv = _mm256_set1_ps(*a.s.add(blk >> p.shift));
+            let sv = _mm256_set1_ps(load::<H>(a.s, blk >> p.shift));
             for (i, acc) in acc.iter_mut().enumerate() {
                 let row = a.i0 + i;
                 let xq = _mm256_loadu_si256(p.q.as_ptr().add(row * k + blk * BLOCK).cast());
@@ -254,6 +263,6 @@ unsafe fn rows_vnni<const B: u32, const M: usize>(a: &Args, out: &mut [f32]) {
     for (i, (o, acc)) in out.iter_mut().zip(acc).enumerate() {
         let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(acc)));
         // SAFETY: row `a.i0 + i < m`; the caller's contract for `a.b`.
-        *o = hsum(_mm256_add_ps(_mm512_castps512_ps256(acc), hi)) + unsafe { bias_sum(a, a.i0 + i) };
+        *o = hsum(_mm256_add_ps(_mm512_castps512_ps256(acc), hi)) + unsafe { bias_sum::<H>(a, a.i0 + i) };
     }
 }
