@@ -45,7 +45,15 @@ impl CompiledModule {
             ));
         }
         let src = format!("{PRELUDE}\n{source}");
-        let opts = CompileOptions { arch: Some(gpu.arch), ..Default::default() };
+        // `fmad: false`: NVRTC must not contract a multiply and a following
+        // add into one FMA. Within a fused chain it would otherwise contract
+        // across steps (even through a select: `min(x * x, u) + c` became
+        // `x * x < u ? fma(x, x, c) : u + c` on an H100), and a compiled
+        // function would differ from the uncompiled one in the last bit
+        // (docs/gpu.md, "compile fuses on GPU streams": fused == unfused,
+        // bit for bit). Each op then rounds as the CPU kernels do; kernels
+        // that want an FMA call `fmaf` explicitly.
+        let opts = CompileOptions { arch: Some(gpu.arch), fmad: Some(false), ..Default::default() };
         let ptx = catch_unwind(AssertUnwindSafe(|| compile_ptx_with_opts(&src, opts)))
             .map_err(|_| Error::Kernel("NVRTC panicked".into()))?
             .map_err(|e| Error::Kernel(format!("NVRTC failed: {e:?}\n--- source ---\n{src}")))?;
