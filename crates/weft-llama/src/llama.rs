@@ -128,6 +128,7 @@ fn convert(a: &Array, dtype: Dtype) -> Result<Array> {
     Ok(b)
 }
 
+#[derive(Clone)]
 struct Layer {
     attn_norm: Array,
     wq: Weight,
@@ -223,6 +224,8 @@ const INT8_MAX_ROWS: usize = 8;
 const INT8_DEFAULT: bool = false;
 
 /// The model: its weights, evaluated (float32 or quantized as in the file).
+/// A clone shares the weights' arrays (no copy).
+#[derive(Clone)]
 pub struct Llama {
     pub config: Config,
     token_embd: Weight,

@@ -19,6 +19,9 @@ usage: weft serve [options]
   --max-queue N               requests waiting per model before 429 (default 64)
   --ctx N                     positions per sequence (default 4096, at most the model's)
   --prefill-chunk N           prompt tokens read per step (default 128)
+  --int8-activations          decode steps round activations to int8 per block of 32 for
+                              quantized weights on the CPU (llama.cpp's scheme: faster, results
+                              move slightly; off by default)
   --api-key KEY               require `Authorization: Bearer KEY` on /v1/*
   --keep-alive SECONDS        idle time before a stream gets a keep-alive comment (default 5)
   --shutdown-grace SECONDS    time running requests get to finish on SIGINT/SIGTERM (default 30)
@@ -37,6 +40,8 @@ pub struct Options {
     pub max_queue: usize,
     pub ctx: usize,
     pub prefill_chunk: usize,
+    /// `--int8-activations`.
+    pub int8: bool,
     pub api_key: Option<String>,
     pub keep_alive: Duration,
     pub shutdown_grace: Duration,
@@ -67,6 +72,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         max_queue: 64,
         ctx: 4096,
         prefill_chunk: 128,
+        int8: false,
         api_key: None,
         keep_alive: Duration::from_secs(5),
         shutdown_grace: Duration::from_secs(30),
@@ -99,6 +105,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             "--max-queue" => o.max_queue = num(value()?)?,
             "--ctx" => o.ctx = num(value()?)?,
             "--prefill-chunk" => o.prefill_chunk = num(value()?)?,
+            "--int8-activations" => o.int8 = true,
             "--api-key" => o.api_key = Some(value()?),
             "--keep-alive" => o.keep_alive = Duration::from_secs_f64(num(value()?)? as f64),
             "--shutdown-grace" => o.shutdown_grace = Duration::from_secs(num(value()?)? as u64),
@@ -136,5 +143,13 @@ mod tests {
         let e = parse(&args(&["--dtype", "int4"])).unwrap_err();
         assert!(e.contains("--dtype takes f32, bf16 or f16"), "{e}");
         assert!(parse(&args(&["--dtype"])).unwrap_err().contains("needs a value"));
+    }
+
+    #[test]
+    fn int8_activations_is_a_flag_off_by_default() {
+        assert!(!parse(&args(&[])).unwrap().int8);
+        let o = parse(&args(&["--int8-activations", "--parallel", "3"])).unwrap();
+        assert!(o.int8);
+        assert_eq!(o.parallel, 3);
     }
 }

@@ -42,6 +42,14 @@ pub fn load_model(name: &str, path: &std::path::Path) -> Result<Model, String> {
 }
 
 impl Model {
+    /// The model with int8 activations on or off (`--int8-activations`,
+    /// [`Llama::with_int8_activations`]): decode steps of quantized weights
+    /// on the CPU round `x` to int8 per block of 32, as llama.cpp does.
+    /// The weights are shared with `self`'s, not copied.
+    pub fn with_int8_activations(self, on: bool) -> Model {
+        Model { llama: Arc::new(Llama::clone(&self.llama).with_int8_activations(on)), ..self }
+    }
+
     /// The model with its weights converted to `dtype` (quantized weights stay quantized; their
     /// scales and biases and every float weight take `dtype`) in `device`'s memory, once, on a
     /// stream of that device: every step then reads them there. Float32 on the CPU is the

@@ -28,7 +28,7 @@ fn run() -> Result<(), String> {
     let models = o
         .models
         .iter()
-        .map(|(n, p)| weft_serve::load_model(n, p)?.placed(o.device, o.dtype()))
+        .map(|(n, p)| weft_serve::load_model(n, p)?.with_int8_activations(o.int8).placed(o.device, o.dtype()))
         .collect::<Result<Vec<_>, _>>()?;
     let embedder = match &o.embedding {
         Some((n, d)) => Some(Arc::new(Embedder::load(n, d, o.device)?)),

@@ -441,3 +441,20 @@ fn a_model_placed_in_bf16_serves() {
     assert!(text.chars().any(char::is_alphabetic), "{text:?}");
     assert!((1..=12).contains(&v["usage"]["completion_tokens"].as_u64().unwrap()), "{v}");
 }
+
+#[test]
+fn a_model_with_int8_activations_serves() {
+    let m = model("smol-int8").with_int8_activations(true);
+    assert!(m.llama.int8_activations());
+    // The shared model keeps float activations: the flag is the new model's alone.
+    assert!(!model("smol").llama.int8_activations());
+    let config = EngineConfig { parallel: 2, max_queue: 4, ctx: 512, prefill_chunk: 64, device: Device::cpu() };
+    let engines = weft_serve::start_engines(vec![m], &config).unwrap();
+    let srv = Running::start(Arc::new(App::new(engines, None, None, Duration::from_secs(5))), "127.0.0.1:0", Duration::from_secs(10)).unwrap();
+    let r = post(srv.addr, "/v1/chat/completions", chat_body("What is the capital of France?", 12));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    let text = v["choices"][0]["message"]["content"].as_str().unwrap().to_string();
+    assert!(text.chars().any(char::is_alphabetic), "{text:?}");
+    assert!((1..=12).contains(&v["usage"]["completion_tokens"].as_u64().unwrap()), "{v}");
+}
