@@ -429,17 +429,24 @@ fn sigterm_finishes_running_requests_and_exits_cleanly() {
 fn a_model_placed_in_bf16_serves() {
     let m = model("smol-bf16").placed(Device::cpu(), weft::Dtype::BF16).unwrap();
     assert_eq!(m.dtype, weft::Dtype::BF16);
-    let config = EngineConfig { parallel: 2, max_queue: 4, ctx: 512, prefill_chunk: 64, device: Device::cpu() };
-    let engines = weft_serve::start_engines(vec![m], &config).unwrap();
+    let engines = serves_a_chat(m);
     let c = &engines[0].model.llama.config;
     assert_eq!(engines[0].metrics.kv_bytes_per_position, (c.n_layers * 2 * c.n_kv_heads * c.head_dim * 2) as u64);
-    let srv = Running::start(Arc::new(App::new(engines, None, None, Duration::from_secs(5))), "127.0.0.1:0", Duration::from_secs(10)).unwrap();
+}
+
+/// Serves `m` alone (2 slots) and asks it one short chat question: a 200
+/// with some text and a usage count within `max_tokens`. Returns the engines.
+fn serves_a_chat(m: Model) -> Vec<Arc<weft_serve::engine::Engine>> {
+    let config = EngineConfig { parallel: 2, max_queue: 4, ctx: 512, prefill_chunk: 64, device: Device::cpu() };
+    let engines = weft_serve::start_engines(vec![m], &config).unwrap();
+    let srv = Running::start(Arc::new(App::new(engines.clone(), None, None, Duration::from_secs(5))), "127.0.0.1:0", Duration::from_secs(10)).unwrap();
     let r = post(srv.addr, "/v1/chat/completions", chat_body("What is the capital of France?", 12));
     assert_eq!(r.status, 200, "{}", r.body);
     let v = r.json();
     let text = v["choices"][0]["message"]["content"].as_str().unwrap().to_string();
     assert!(text.chars().any(char::is_alphabetic), "{text:?}");
     assert!((1..=12).contains(&v["usage"]["completion_tokens"].as_u64().unwrap()), "{v}");
+    engines
 }
 
 #[test]
@@ -448,13 +455,6 @@ fn a_model_with_int8_activations_serves() {
     assert!(m.llama.int8_activations());
     // The shared model keeps float activations: the flag is the new model's alone.
     assert!(!model("smol").llama.int8_activations());
-    let config = EngineConfig { parallel: 2, max_queue: 4, ctx: 512, prefill_chunk: 64, device: Device::cpu() };
-    let engines = weft_serve::start_engines(vec![m], &config).unwrap();
-    let srv = Running::start(Arc::new(App::new(engines, None, None, Duration::from_secs(5))), "127.0.0.1:0", Duration::from_secs(10)).unwrap();
-    let r = post(srv.addr, "/v1/chat/completions", chat_body("What is the capital of France?", 12));
-    assert_eq!(r.status, 200, "{}", r.body);
-    let v = r.json();
-    let text = v["choices"][0]["message"]["content"].as_str().unwrap().to_string();
-    assert!(text.chars().any(char::is_alphabetic), "{text:?}");
-    assert!((1..=12).contains(&v["usage"]["completion_tokens"].as_u64().unwrap()), "{v}");
+    let engines = serves_a_chat(m);
+    assert!(engines[0].model.llama.int8_activations());
 }
