@@ -47,6 +47,9 @@ impl Model {
     /// on the CPU round `x` to int8 per block of 32, as llama.cpp does.
     /// The weights are shared with `self`'s, not copied.
     pub fn with_int8_activations(self, on: bool) -> Model {
+        if self.llama.int8_activations() == on {
+            return self;
+        }
         Model { llama: Arc::new(Llama::clone(&self.llama).with_int8_activations(on)), ..self }
     }
 

@@ -192,8 +192,10 @@ impl Prepared {
             "int8 qmv: a row of the wrong length"
         );
         assert!(level.available(), "int8 qmv: {level:?} is not available on this CPU");
-        let half = TypeId::of::<S>() == TypeId::of::<f16>();
-        if !(half && level != Level::Portable) {
+        // Float16 scales go to the x86 kernels as they are; anything else
+        // is converted first.
+        let as_stored = TypeId::of::<S>() == TypeId::of::<f16>() && level != Level::Portable;
+        if !as_stored {
             scratch.resize(2 * ng, 0.0);
             let (sf, bf) = scratch.split_at_mut(ng);
             to_f32(s, sf);
@@ -204,10 +206,16 @@ impl Prepared {
             #[cfg(target_arch = "x86_64")]
             Level::Avx2 | Level::Vnni => {
                 let vnni = level == Level::Vnni;
-                if half {
-                    x86::rows::<true>(self, vnni, codes, s.as_ptr().cast(), b.as_ptr().cast(), out)
-                } else {
-                    x86::rows::<false>(self, vnni, codes, scratch.as_ptr().cast(), scratch[ng..].as_ptr().cast(), out)
+                // SAFETY: the lengths of `codes` and `out` are asserted
+                // above; `s` and `b` are `ng` long, and `S` is `f16` when
+                // `as_stored` (same type id), so they are `ng` `f16`s each;
+                // otherwise `scratch` holds their `2 * ng` float32 values.
+                unsafe {
+                    if as_stored {
+                        x86::rows::<true>(self, vnni, codes, s.as_ptr().cast(), b.as_ptr().cast(), out)
+                    } else {
+                        x86::rows::<false>(self, vnni, codes, scratch.as_ptr().cast(), scratch[ng..].as_ptr().cast(), out)
+                    }
                 }
             }
             #[cfg(not(target_arch = "x86_64"))]

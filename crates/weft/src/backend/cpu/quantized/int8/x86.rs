@@ -32,12 +32,14 @@ pub(super) fn has_vnni() -> bool {
 }
 
 /// Every row of `p` against one weight row, in calls of up to 8 (VNNI) or 4
-/// (AVX2) rows of `x` at a time. `s` and `b` point at the row's `ng` scales
-/// and biases: `f16` when `H`, else `f32`.
-pub(super) fn rows<const H: bool>(p: &Prepared, vnni: bool, codes: &[u8], s: *const u8, b: *const u8, out: &mut [f32]) {
-    // `Prepared::row` asserted the lengths: `codes` is `k * bits / 8`
-    // bytes, `s` and `b` hold `ng` values of the type `H` says, `out` is
-    // `m` long.
+/// (AVX2) rows of `x` at a time. `s` and `b` point at the row's scales and
+/// biases: `f16` when `H`, else `f32`.
+///
+/// # Safety
+/// `s` and `b` each point at `p.ng` readable values of that type; `codes`
+/// is `p.k * p.bits / 8` bytes and `out` is `p.m` long (`Prepared::row`
+/// asserts both).
+pub(super) unsafe fn rows<const H: bool>(p: &Prepared, vnni: bool, codes: &[u8], s: *const u8, b: *const u8, out: &mut [f32]) {
     let mut i0 = 0;
     while i0 < p.m {
         let most = if vnni { 8 } else { 4 };
