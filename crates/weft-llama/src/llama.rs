@@ -215,9 +215,10 @@ fn append(slot: &mut Option<Array>, new: &Array, offset: usize) -> Result<Array>
 /// Up to this many rows (a decode step, or a batched step of a few
 /// sequences), quantized projections on the CPU run with int8 activations
 /// when the model has them on ([`Llama::with_int8_activations`]): the rows
-/// the CPU's integer matrix-vector kernel takes (`QMV_MAX_ROWS` in weft's
-/// `backend/cpu/quantized.rs`). Longer steps (prompts) stay in float, where
-/// rounding `x` would cost accuracy and save no time.
+/// a decode step of a few sequences. Longer steps (batches of more
+/// sequences, prompts) stay in float: from 4 rows on, the float row kernel
+/// is as fast as the integer one (`qmm_rows` in docs/benchmarks.md), and
+/// rounding `x` would cost accuracy for no time.
 const INT8_MAX_ROWS: usize = 8;
 
 /// Whether a loaded model starts with int8 activations on.

@@ -123,6 +123,27 @@ fn mlp_threads() {
     }
 }
 
+/// A quantized linear layer's step of `m` rows: `x [m, 576] @ w.T` for a
+/// 4-bit `w [1536, 576]` in groups of 32 (SmolLM2-135M's MLP up-projection,
+/// float16 scales as GGUF's Q4_1 holds them), with float and with int8
+/// activations, for the row counts a batched decode step has.
+fn qmm_rows() {
+    let (n, k) = (1536, 576);
+    let w = Array::from_vec(random(n * k, 3), &[n, k]).unwrap();
+    let (wq, s, b) = ops::quantize(&w, 32, 4).unwrap();
+    let (s, b) = (ops::astype(&s, Dtype::F16).unwrap(), ops::astype(&b, Dtype::F16).unwrap());
+    for a in [&wq, &s, &b] {
+        a.eval().unwrap();
+    }
+    for m in [1, 4, 8, 9, 16, 24, 32, 64] {
+        let x = Array::from_vec(random(m * k, 4 + m as u64), &[m, k]).unwrap();
+        let f = median(51, || ops::quantized_matmul(&x, &wq, &s, &b, true, 32, 4).unwrap().eval().unwrap());
+        let i = median(51, || ops::quantized_matmul_int8(&x, &wq, &s, &b, true, 32, 4).unwrap().eval().unwrap());
+        report(&format!("qmm_q4_rows{m}_float"), f.as_secs_f64() * 1e6, "us");
+        report(&format!("qmm_q4_rows{m}_int8"), i.as_secs_f64() * 1e6, "us");
+    }
+}
+
 fn main() {
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let run = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
@@ -135,6 +156,9 @@ fn main() {
     }
     if run("mlp") {
         mlp_threads();
+    }
+    if run("qmm_rows") {
+        qmm_rows();
     }
     let _ = Dtype::F32;
 }

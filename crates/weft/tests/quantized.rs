@@ -230,10 +230,13 @@ fn quantized_matmul_matches_dequantize_then_matmul() {
         check_qmm(&mut rng, &[7, 64], &[3], 96, transpose, 32, 8, Dtype::F32, false);
         check_qmm(&mut rng, &[2, 3, 4096], &[], 64, transpose, 128, 4, Dtype::F32, false);
         check_qmm(&mut rng, &[70, 256], &[], 257, transpose, 64, 3, Dtype::F32, false);
-        // Both sides of the matrix-vector path's row limit (8 rows of x),
-        // with enough weight rows (1000) to split across parallel tasks.
+        // Both sides of the matrix-vector path's row limit (32 rows of x),
+        // and rows past one 8-row kernel call, with enough weight rows
+        // (1000) to split across parallel tasks.
         check_qmm(&mut rng, &[8, 128], &[], 1000, transpose, 32, 4, Dtype::F32, false);
         check_qmm(&mut rng, &[9, 128], &[], 1000, transpose, 32, 8, Dtype::F32, false);
+        check_qmm(&mut rng, &[32, 128], &[], 300, transpose, 32, 4, Dtype::F32, false);
+        check_qmm(&mut rng, &[33, 128], &[], 300, transpose, 64, 4, Dtype::F32, false);
         check_qmm(&mut rng, &[4, 96], &[], 17, transpose, 32, 6, Dtype::BF16, false);
     }
     check_qmm(&mut rng, &[9, 128], &[], 64, true, 64, 4, Dtype::F16, false);
@@ -243,7 +246,7 @@ fn quantized_matmul_matches_dequantize_then_matmul() {
 #[test]
 fn quantized_matmul_int8_is_the_product_of_the_rounded_rows() {
     let mut rng = Rng::new(12);
-    // The integer kernels (up to 8 rows, transposed, 4 and 8 bits, every
+    // The integer kernels (up to 32 rows, transposed, 4 and 8 bits, every
     // group size, block counts odd and even) and every other path (more
     // rows, untransposed with a contracted axis that is not whole blocks,
     // other bit widths), which rounds x and multiplies in float.
@@ -253,6 +256,7 @@ fn quantized_matmul_int8_is_the_product_of_the_rounded_rows() {
                 check_qmm(&mut rng, &[m, gs * 3], &[], 40, true, gs, bits, Dtype::F32, true);
             }
             check_qmm(&mut rng, &[9, 2 * gs], &[], 20, true, gs, bits, Dtype::F32, true);
+            check_qmm(&mut rng, &[33, 2 * gs], &[], 20, true, gs, bits, Dtype::F32, true);
         }
     }
     for transpose in [true, false] {

@@ -184,7 +184,7 @@ pub fn quantized_matmul(
 /// from [`quantized_matmul`]'s by at most `sum over blocks of d / 2 * sum
 /// |w|` over the block (plus float rounding).
 ///
-/// On the CPU, up to 8 rows of `x` against a transposed 4- or 8-bit `w`
+/// On the CPU, up to 32 rows of `x` against a transposed 4- or 8-bit `w`
 /// (a linear layer's decode step) run as integer dot products of `q` with
 /// the codes (AVX-512 VNNI, AVX2 or portable kernels, chosen at run time;
 /// all three give the same bits); every other case rounds `x` and

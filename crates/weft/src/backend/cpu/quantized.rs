@@ -353,11 +353,16 @@ fn qmm<S: CpuElement>(gs: usize, bits: u32, transpose: bool, int8: bool, inputs:
 }
 
 /// Up to this many rows of `x`, a transposed `QuantizedMatmul` (the linear
-/// layer `x @ w.T`, a decode step of a language model) runs as
-/// matrix-vector products ([`qmv`]): each weight row is decoded once, into
-/// a buffer that stays in L1, and dotted with every row of `x`. Above it
-/// the decoded blocks go through `gemm`, which amortizes its packing.
-const QMV_MAX_ROWS: usize = 8;
+/// layer `x @ w.T`: a decode step of a language model, or a server's
+/// batched step of up to 32 sequences) runs as matrix-vector products
+/// ([`qmv`], [`int8::qmv`]): each weight row is read once, while it stays
+/// in L1, against every row of `x` (8 rows per kernel call). Above it the
+/// decoded blocks go through `gemm`, which amortizes its packing. Measured
+/// on SmolLM2's `[1536, 576]` 4-bit projection (`cargo bench -p weft
+/// --bench core qmm_rows`, docs/benchmarks.md): the row kernels cost ~44 µs
+/// per row of `x` on 2 cores, the `gemm` path 1.3 ms at 9 rows and 2.4 ms
+/// at 64, so they cross near 48 rows.
+const QMV_MAX_ROWS: usize = 32;
 /// Weight rows per parallel task in [`qmv`].
 const QMV_ROWS_PER_TASK: usize = 16;
 

@@ -21,21 +21,32 @@
 //!
 //! # Float order (the same at every SIMD level)
 //!
-//! Each block's integer dot is kept as 8 lane sums, lane `l` covering the
-//! block's stored positions `4l..4l + 4` (what `vpmaddubsw` + `vpmaddwd` and
-//! `vpdpbusd` produce). Lane sums of even blocks accumulate into `A[l]`, of
-//! odd blocks into `A[8 + l]`, each as `fma(lane, s_g * d, A)`; the bias
-//! terms accumulate into `B[g % 8] = fma(b_g, xs_g, B[g % 8])`. The result
-//! is `tree(A[l] + A[8 + l]) + tree(B)` with `tree(t) = ((t0 + t4) + (t2 +
-//! t6)) + ((t1 + t5) + (t3 + t7))`. The portable, AVX2 and AVX-512 VNNI
-//! kernels all compute exactly this, so they agree bit for bit (the tests
-//! check each against a scalar integer reference).
+//! A row's blocks are taken in *steps*: one block per step for 8-bit
+//! codes, two for 4-bit codes (blocks `2j` and `2j + 1`, whose 32 code
+//! bytes one 256-bit load reads; when the block count is odd, the last
+//! step pairs the last block with an all-zero block of scale 0). A step's
+//! integer dot is 8 exact lane sums:
 //!
-//! For 4-bit codes a block's 16 bytes hold its even elements in their low
-//! nibbles and its odd elements in their high ones; the prepared `q` of a
-//! block is stored in that order (16 even elements, then 16 odd ones), so
-//! position `p` pairs the low nibble of byte `p` (`p < 16`) or the high
-//! nibble of byte `p - 16` with `q[p]`.
+//! - 8-bit: lane `l` sums elements `4l..4l + 4` of the block;
+//! - 4-bit: lane `l < 4` sums elements `8l..8l + 8` of block `2j`, lane
+//!   `4 + l` the same elements of block `2j + 1`.
+//!
+//! (`vpmaddubsw`, `vpaddw`, `vpmaddwd` give these with AVX2; `vpdpbusd`
+//! with VNNI.) Steps accumulate in order into one 8-lane accumulator,
+//! `A[l] = fma(lane_l, s_g * d, A[l])` with the scale `s_g` and `d` of the
+//! lane's block (0 and 0 for the padding block); the bias terms accumulate
+//! into `B[g % 8] = fma(b_g, xs_g, B[g % 8])`. The result is `tree(A) +
+//! tree(B)` with `tree(t) = ((t0 + t4) + (t2 + t6)) + ((t1 + t5) + (t3 +
+//! t7))`. The portable, AVX2 and AVX-512 VNNI kernels all compute exactly
+//! this, so they agree bit for bit (the tests check each against a scalar
+//! integer reference), and a row's result does not depend on how many
+//! rows of `x` a kernel call takes.
+//!
+//! The prepared `q` of a step is laid out for those loads. 8-bit: the
+//! block's 32 codes. 4-bit (a byte holds element `2e` in its low nibble
+//! and `2e + 1` in its high one): 64 bytes, the even elements of block
+//! `2j` then of block `2j + 1` (16 each, against the low nibbles of the 32
+//! code bytes), then their odd elements (against the high nibbles).
 
 use super::{by_weight_rows, Row};
 use crate::dtype::Element;
@@ -138,11 +149,14 @@ pub(super) struct Prepared {
     ng: usize,
     /// `log2(gs / BLOCK)`: block `i` lies in group `i >> shift`.
     shift: u32,
-    /// `[m, k]` codes, each 4-bit block stored as its 16 even elements then
-    /// its 16 odd ones.
+    /// Steps per row (`nb` for 8 bits, `ceil(nb / 2)` for 4) and the
+    /// prepared bytes of one step (32 or 64).
+    steps: usize,
+    step_bytes: usize,
+    /// `[m, steps, step_bytes]`: the codes of `x` in the order the module
+    /// doc gives.
     q: Vec<i8>,
-    /// `[m, nb, LANES]`: each block's `d`, repeated per lane (a 16-lane
-    /// load covers two blocks).
+    /// `[m, steps, LANES]`: the `d` of each lane's block (0 for padding).
     d8: Vec<f32>,
     /// `[m, ng]`: per group, `sum over its blocks of fma(sum(q), d, .)` in
     /// block order, from 0: the group's `sum(x̂)`.
@@ -156,21 +170,38 @@ impl Prepared {
             return None;
         }
         let (nb, ng, shift) = (k / BLOCK, k / gs, (gs / BLOCK).trailing_zeros());
-        let mut p = Prepared { bits, k, m, nb, ng, shift, q: vec![0; m * k], d8: vec![0.0; m * nb * LANES], xs: vec![0.0; m * ng] };
+        let (steps, step_bytes) = if bits == 4 { (nb.div_ceil(2), 2 * BLOCK) } else { (nb, BLOCK) };
+        let mut p = Prepared {
+            bits,
+            k,
+            m,
+            nb,
+            ng,
+            shift,
+            steps,
+            step_bytes,
+            q: vec![0; m * steps * step_bytes],
+            d8: vec![0.0; m * steps * LANES],
+            xs: vec![0.0; m * ng],
+        };
         let mut qb = [0i8; BLOCK];
         for i in 0..m {
             for blk in 0..nb {
                 let d = quantize_block(&x[i * k + blk * BLOCK..][..BLOCK], &mut qb);
-                let dst = &mut p.q[i * k + blk * BLOCK..][..BLOCK];
                 if bits == 4 {
-                    for j in 0..BLOCK / 2 {
-                        dst[j] = qb[2 * j];
-                        dst[BLOCK / 2 + j] = qb[2 * j + 1];
+                    // Block `blk` is half `h` of step `blk / 2`.
+                    let (step, h) = (i * steps + blk / 2, blk % 2);
+                    let dst = &mut p.q[step * step_bytes..][..step_bytes];
+                    for e in 0..BLOCK / 2 {
+                        dst[h * 16 + e] = qb[2 * e];
+                        dst[32 + h * 16 + e] = qb[2 * e + 1];
                     }
+                    p.d8[step * LANES + h * 4..][..4].fill(d);
                 } else {
-                    dst.copy_from_slice(&qb);
+                    let step = i * steps + blk;
+                    p.q[step * step_bytes..][..step_bytes].copy_from_slice(&qb);
+                    p.d8[step * LANES..][..LANES].fill(d);
                 }
-                p.d8[(i * nb + blk) * LANES..][..LANES].fill(d);
                 let sum: i32 = qb.iter().map(|&v| v as i32).sum();
                 let xs = &mut p.xs[i * ng + (blk >> shift)];
                 *xs = (sum as f32).mul_add(d, *xs);
@@ -225,32 +256,39 @@ impl Prepared {
 
     /// The portable kernel: the scheme's order with scalar integers.
     fn rows_portable(&self, codes: &[u8], s: &[f32], bias: &[f32], out: &mut [f32]) {
-        let (k, nb, ng) = (self.k, self.nb, self.ng);
-        let cb = self.bits as usize * BLOCK / 8;
+        let (steps, sb, ng) = (self.steps, self.step_bytes, self.ng);
         for (i, o) in out.iter_mut().enumerate() {
-            let mut a = [0f32; 2 * LANES];
-            for blk in 0..nb {
-                let c = s[blk >> self.shift] * self.d8[(i * nb + blk) * LANES];
-                let (w, q) = (&codes[blk * cb..][..cb], &self.q[i * k + blk * BLOCK..][..BLOCK]);
-                for l in 0..LANES {
-                    let mut sum = 0i32;
-                    for p in 4 * l..4 * l + 4 {
-                        let code = if self.bits == 4 { (w[p % 16] >> (4 * (p / 16))) & 0x0f } else { w[p] };
-                        sum += code as i32 * q[p] as i32;
-                    }
-                    let at = (blk & 1) * LANES + l;
-                    a[at] = (sum as f32).mul_add(c, a[at]);
+            let mut a = [0f32; LANES];
+            for j in 0..steps {
+                let q = &self.q[(i * steps + j) * sb..][..sb];
+                let d = &self.d8[(i * steps + j) * LANES..][..LANES];
+                for (l, a) in a.iter_mut().enumerate() {
+                    let (sum, scale) = if self.bits == 4 {
+                        // Half `h` of the step (its block), quarter `u` of the block.
+                        let (h, u) = (l / 4, l % 4);
+                        let blk = 2 * j + h;
+                        if blk < self.nb {
+                            let w = &codes[blk * 16..][..16];
+                            let sum: i32 = (4 * u..4 * u + 4)
+                                .map(|t| (w[t] & 0x0f) as i32 * q[h * 16 + t] as i32 + (w[t] >> 4) as i32 * q[32 + h * 16 + t] as i32)
+                                .sum();
+                            (sum, s[blk >> self.shift])
+                        } else {
+                            (0, 0.0)
+                        }
+                    } else {
+                        let w = &codes[j * BLOCK..][..BLOCK];
+                        let sum: i32 = (4 * l..4 * l + 4).map(|t| w[t] as i32 * q[t] as i32).sum();
+                        (sum, s[j >> self.shift])
+                    };
+                    *a = (sum as f32).mul_add(scale * d[l], *a);
                 }
-            }
-            let mut t = [0f32; LANES];
-            for l in 0..LANES {
-                t[l] = a[l] + a[LANES + l];
             }
             let mut bsum = [0f32; LANES];
             for g in 0..ng {
                 bsum[g % LANES] = bias[g].mul_add(self.xs[i * ng + g], bsum[g % LANES]);
             }
-            *o = tree(&t) + tree(&bsum);
+            *o = tree(&a) + tree(&bsum);
         }
     }
 }

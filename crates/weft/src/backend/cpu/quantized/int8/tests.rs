@@ -80,11 +80,12 @@ impl Case {
     /// The scheme for row `i` of `x` and weight row `r`, written from its
     /// definition with logical element indices and scalar integers.
     fn reference(&self, i: usize, r: usize, s: &[f32], b: &[f32]) -> f32 {
-        let (k, ng) = (self.k, self.ng());
+        let (k, ng, nb) = (self.k, self.ng(), self.k / 32);
         let x = &self.x[i * k..(i + 1) * k];
-        let mut a = [0f32; 16];
         let mut xs = vec![0f32; ng];
-        for blk in 0..k / 32 {
+        // Per block: its d and codes of x.
+        let mut blocks = Vec::new();
+        for blk in 0..nb {
             let xb = &x[blk * 32..(blk + 1) * 32];
             let amax = xb.iter().fold(0f32, |m, v| m.max(v.abs()));
             let d = amax / 127.0;
@@ -92,13 +93,26 @@ impl Case {
             assert!(q.iter().all(|v| v.abs() <= 127));
             let g = blk * 32 / self.gs;
             xs[g] = (q.iter().sum::<i32>() as f32).mul_add(d, xs[g]);
-            // Stored position `p` holds element `e(p)`.
-            let e = |p: usize| if self.bits == 4 { if p < 16 { 2 * p } else { 2 * (p - 16) + 1 } } else { p };
-            let c = s[r * ng + g] * d;
-            for l in 0..8 {
-                let lane: i32 = (4 * l..4 * l + 4).map(|p| self.code(r, blk * 32 + e(p)) as i32 * q[e(p)]).sum();
-                let at = (blk % 2) * 8 + l;
-                a[at] = (lane as f32).mul_add(c, a[at]);
+            blocks.push((d, q));
+        }
+        // Lane `l` of a step: (block, its first element, element count).
+        let lanes: Vec<[(usize, usize, usize); 8]> = if self.bits == 4 {
+            (0..nb.div_ceil(2)).map(|j| std::array::from_fn(|l| (2 * j + l / 4, 8 * (l % 4), 8))).collect()
+        } else {
+            (0..nb).map(|blk| std::array::from_fn(|l| (blk, 4 * l, 4))).collect()
+        };
+        let mut a = [0f32; 8];
+        for step in &lanes {
+            for (l, &(blk, e0, len)) in step.iter().enumerate() {
+                let (lane, c) = if blk < nb {
+                    let (d, q) = &blocks[blk];
+                    let lane: i32 = (e0..e0 + len).map(|e| self.code(r, blk * 32 + e) as i32 * q[e]).sum();
+                    (lane, s[r * ng + blk * 32 / self.gs] * d)
+                } else {
+                    // The padding block of an odd 4-bit block count.
+                    (0, 0.0)
+                };
+                a[l] = (lane as f32).mul_add(c, a[l]);
             }
         }
         let mut bsum = [0f32; 8];
@@ -106,8 +120,7 @@ impl Case {
             bsum[g % 8] = b[r * ng + g].mul_add(xs[g], bsum[g % 8]);
         }
         let tree = |t: [f32; 8]| ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
-        let t: [f32; 8] = std::array::from_fn(|l| a[l] + a[8 + l]);
-        tree(t) + tree(bsum)
+        tree(a) + tree(bsum)
     }
 
     /// `y` (`[m, n]`) through the threaded driver at `level`, with scales
@@ -128,8 +141,8 @@ fn levels() -> Vec<Level> {
     l
 }
 
-/// Shapes: every group size, block counts odd and even (an odd count
-/// leaves a last block the 512-bit kernel runs 256 bits wide), rows 1 to 9
+/// Shapes: every group size, block counts odd and even (an odd 4-bit
+/// count pairs the last block with padding), rows 1 to 9
 /// (each of the 8/4/2/1-row kernels, alone and after another), and enough
 /// weight rows (`n`) for several parallel tasks.
 fn shapes() -> Vec<(u32, usize, usize, usize, usize)> {

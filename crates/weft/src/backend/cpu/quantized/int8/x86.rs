@@ -1,17 +1,20 @@
-//! The x86-64 kernels of the int8 scheme ([`super`]): AVX2 (`vpmaddubsw`
-//! then `vpmaddwd`, one block per 8-lane register) and AVX-512 VNNI
-//! (`vpdpbusd`, two blocks per 16-lane register). Both keep the scheme's
-//! float order, so they agree bit for bit with the portable kernel.
+//! The x86-64 kernels of the int8 scheme ([`super`]): AVX2 (`vpmaddubsw`,
+//! `vpaddw`, `vpmaddwd`) and AVX-512 VNNI (`vpdpbusd` on 256-bit
+//! registers, AVX-512 VL). One step (two 4-bit blocks, or one 8-bit block)
+//! per 256-bit register; both keep the scheme's float order, so they agree
+//! bit for bit with the portable kernel.
 //!
 //! Codes are unsigned (4-bit: `0..16`, 8-bit: `0..256`), activations
 //! signed (`-127..=127`), the operand order `vpmaddubsw` and `vpdpbusd`
 //! take. `vpmaddubsw` saturates a pair sum past `i16`: 4-bit pairs stay
-//! below `2 * 15 * 127`, and 8-bit codes go in as two nibbles (`lo + 16 *
-//! hi`, each pair sum widened to `i32` by `vpmaddwd` before the `* 16`).
-//! `vpdpbusd` sums its four products in `i32` without saturation.
+//! below `2 * 15 * 127`, and the sum of a low- and a high-nibble pair below
+//! `4 * 15 * 127 < 32767`, so `vpaddw` is exact; 8-bit codes go in as two
+//! nibbles (`lo + 16 * hi`, each pair sum widened to `i32` by `vpmaddwd`
+//! before the `* 16`). `vpdpbusd` sums its four products in `i32` without
+//! saturation.
 
 use super::super::simd::load;
-use super::{Prepared, BLOCK, LANES};
+use super::{Prepared, LANES};
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
 
@@ -31,8 +34,8 @@ pub(super) fn has_vnni() -> bool {
     })
 }
 
-/// Every row of `p` against one weight row, in calls of up to 8 (VNNI) or 4
-/// (AVX2) rows of `x` at a time. `s` and `b` point at the row's scales and
+/// Every row of `p` against one weight row, in kernel calls of up to 8
+/// rows of `x` at a time. `s` and `b` point at the row's scales and
 /// biases: `f16` when `H`, else `f32`.
 ///
 /// # Safety
@@ -42,8 +45,7 @@ pub(super) fn has_vnni() -> bool {
 pub(super) unsafe fn rows<const H: bool>(p: &Prepared, vnni: bool, codes: &[u8], s: *const u8, b: *const u8, out: &mut [f32]) {
     let mut i0 = 0;
     while i0 < p.m {
-        let most = if vnni { 8 } else { 4 };
-        let r = [8, 4, 2, 1].into_iter().find(|&r| r <= most && r <= p.m - i0).unwrap_or(1);
+        let r = [8, 4, 2, 1].into_iter().find(|&r| r <= p.m - i0).unwrap_or(1);
         let a = Args { p, i0, codes: codes.as_ptr(), s, b };
         let o = &mut out[i0..i0 + r];
         macro_rules! call {
@@ -129,7 +131,78 @@ unsafe fn bias_sum<const H: bool>(a: &Args, i: usize) -> f32 {
     hsum(unsafe { _mm256_loadu_ps(lanes.as_ptr()) })
 }
 
-/// The lane sums of one 8-bit block with `x` codes `xq` (AVX2): `lo + 16 * hi`.
+/// Step `j`'s codes: for 4 bits the low and the high nibbles of its 32
+/// bytes (blocks `2j`, `2j + 1`; the second block is zeros when it is the
+/// padding one), for 8 bits the block's 32 bytes (and zeros).
+///
+/// # Safety
+/// The CPU has AVX2; `a.codes` is the row's `nb * B * 4` code bytes.
+#[target_feature(enable = "avx2")]
+unsafe fn step_codes<const B: u32>(a: &Args, j: usize) -> (__m256i, __m256i) {
+    // SAFETY: 4 bits: bytes `32j .. 32j + 32` (two blocks) or `.. 32j + 16`
+    // (the last block of an odd count); 8 bits: bytes `32j .. 32j + 32`,
+    // block `j < nb`. All inside the row's codes (caller).
+    unsafe {
+        if B == 4 {
+            let v = if 2 * j + 1 < a.p.nb {
+                _mm256_loadu_si256(a.codes.add(32 * j).cast())
+            } else {
+                _mm256_set_m128i(_mm_setzero_si128(), _mm_loadu_si128(a.codes.add(32 * j).cast()))
+            };
+            let mask = _mm256_set1_epi8(0x0f);
+            (_mm256_and_si256(v, mask), _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask))
+        } else {
+            (_mm256_loadu_si256(a.codes.add(32 * j).cast()), _mm256_setzero_si256())
+        }
+    }
+}
+
+/// Step `j`'s scale per lane: 8-bit, its block's `s_g` in all 8; 4-bit,
+/// block `2j`'s in lanes 0-3 and block `2j + 1`'s (0 for padding) in 4-7.
+///
+/// # Safety
+/// The CPU has AVX2 and F16C; `a.s` holds `ng` values (`f16` when `H`,
+/// else `f32`); `j < steps`.
+#[target_feature(enable = "avx2,f16c")]
+unsafe fn step_scales<const B: u32, const H: bool>(a: &Args, j: usize) -> __m256 {
+    let p = a.p;
+    // SAFETY: every index read is a block's group (`blk >> shift`) of a
+    // block `blk < nb`, so `< ng` (caller's contract for `a.s`).
+    unsafe {
+        if B != 4 {
+            return _mm256_set1_ps(load::<H>(a.s, j >> p.shift));
+        }
+        let b0 = 2 * j;
+        if p.shift > 0 {
+            // Groups of 2 blocks or more: both blocks of the step share one
+            // (`2j` is even), and the block count is even.
+            return _mm256_set1_ps(load::<H>(a.s, b0 >> p.shift));
+        }
+        if b0 + 1 < p.nb {
+            // One group per block: the step's two scales are adjacent
+            // (values `2j`, `2j + 1`).
+            let two = if H {
+                _mm_cvtph_ps(_mm_cvtsi32_si128(a.s.cast::<u32>().add(j).read_unaligned() as i32))
+            } else {
+                _mm_castsi128_ps(_mm_cvtsi64_si128(a.s.cast::<i64>().add(j).read_unaligned()))
+            };
+            _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1))
+        } else {
+            _mm256_set_m128(_mm_setzero_ps(), _mm_set1_ps(load::<H>(a.s, b0)))
+        }
+    }
+}
+
+/// A 4-bit step's lane sums (AVX2): low nibbles times the even elements,
+/// high nibbles times the odd ones, pair sums added as exact `i16`, then
+/// widened in pairs.
+#[target_feature(enable = "avx2")]
+fn dot4_avx2(lo: __m256i, hi: __m256i, qe: __m256i, qo: __m256i) -> __m256i {
+    let pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, qe), _mm256_maddubs_epi16(hi, qo));
+    _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))
+}
+
+/// An 8-bit block's lane sums (AVX2): `lo + 16 * hi` of its codes' nibbles.
 #[target_feature(enable = "avx2")]
 fn dot8_avx2(w: __m256i, xq: __m256i) -> __m256i {
     let mask = _mm256_set1_epi8(0x0f);
@@ -139,132 +212,72 @@ fn dot8_avx2(w: __m256i, xq: __m256i) -> __m256i {
     _mm256_add_epi32(lo, hi)
 }
 
-/// One block's codes (AVX2): 4-bit as `[low nibbles, high nibbles]` of its
-/// 16 bytes (the order of the prepared `q`), 8-bit as its 32 bytes.
-///
-/// # Safety
-/// The CPU has AVX2; block `blk` lies inside the row's codes.
-#[target_feature(enable = "avx2")]
-unsafe fn block_codes<const B: u32>(codes: *const u8, blk: usize) -> __m256i {
-    // SAFETY: the caller's contract: bytes `blk * B * 4 .. (blk + 1) * B * 4`.
-    unsafe {
-        if B == 4 {
-            let v = _mm_loadu_si128(codes.add(blk * 16).cast());
-            _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16::<4>(v), v), _mm256_set1_epi8(0x0f))
-        } else {
-            _mm256_loadu_si256(codes.add(blk * 32).cast())
-        }
-    }
+/// [`dot4_avx2`] with VNNI: two `vpdpbusd` into one sum.
+#[target_feature(enable = "avx512f,avx512vl,avx512vnni,avx2")]
+fn dot4_vnni(lo: __m256i, hi: __m256i, qe: __m256i, qo: __m256i) -> __m256i {
+    _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, qe), hi, qo)
 }
 
-/// The scheme over rows `i0..i0 + M` with AVX2: per block, the codes once,
-/// then per row one integer dot and one float `fma` into the accumulator of
-/// the block's parity.
-///
-/// # Safety
-/// The CPU has AVX2, FMA and F16C; `a` is as [`Args`] says; `out` is `M` long.
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn rows_avx2<const B: u32, const M: usize, const H: bool>(a: &Args, out: &mut [f32]) {
-    let p = a.p;
-    let (k, nb) = (p.k, p.nb);
-    let ones = _mm256_set1_epi16(1);
-    let mut acc = [[_mm256_setzero_ps(); 2]; M];
-    macro_rules! step {
-        ($blk:expr, $par:expr) => {{
-            let blk = $blk;
-            // SAFETY: block `blk < nb` of the row's codes (`block_codes`);
-            // `q` rows `i0 + i < m`, bytes `blk * 32 .. + 32 <= k`; `d8`
-            // rows `i0 + i`, floats `blk * 8 .. + 8 <= nb * 8`; scale
-            // `blk >> shift < ng`.
-            unsafe {
-                let w = block_codes::<B>(a.codes, blk);
-                let sv = _mm256_set1_ps(load::<H>(a.s, blk >> p.shift));
-                for (i, acc) in acc.iter_mut().enumerate() {
-                    let row = a.i0 + i;
-                    let xq = _mm256_loadu_si256(p.q.as_ptr().add(row * k + blk * BLOCK).cast());
-                    let dot = if B == 4 { _mm256_madd_epi16(_mm256_maddubs_epi16(w, xq), ones) } else { dot8_avx2(w, xq) };
-                    let c = _mm256_mul_ps(sv, _mm256_loadu_ps(p.d8.as_ptr().add((row * nb + blk) * LANES)));
-                    acc[$par] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), c, acc[$par]);
+/// [`dot8_avx2`] with VNNI: one `vpdpbusd` (unsigned codes, signed `x`).
+#[target_feature(enable = "avx512f,avx512vl,avx512vnni,avx2")]
+fn dot8_vnni(w: __m256i, xq: __m256i) -> __m256i {
+    _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, xq)
+}
+
+/// A kernel of the scheme over rows `i0..i0 + M`: per step, the codes and
+/// scales once, then per row one integer dot and one float `fma` into the
+/// row's accumulator; the two levels differ only in their integer dots.
+macro_rules! kernel {
+    ($(#[$doc:meta])* $name:ident, $features:literal, $dot4:ident, $dot8:ident) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The CPU has the features the kernel is compiled for; `a` is as
+        /// [`Args`] says; `out` is `M` long.
+        #[target_feature(enable = $features)]
+        unsafe fn $name<const B: u32, const M: usize, const H: bool>(a: &Args, out: &mut [f32]) {
+            let p = a.p;
+            let mut acc = [_mm256_setzero_ps(); M];
+            for j in 0..p.steps {
+                // SAFETY: `j < steps` (`step_codes`, `step_scales`); `q` and
+                // `d8` of rows `i0 + i < m` (the call's rows), step `j`:
+                // `step_bytes` (64 for 4 bits, read as two halves of 32; 32
+                // for 8) and 8 floats, inside `[m, steps, ...]`.
+                unsafe {
+                    let (w0, w1) = step_codes::<B>(a, j);
+                    let sv = step_scales::<B, H>(a, j);
+                    for (i, acc) in acc.iter_mut().enumerate() {
+                        let at = (a.i0 + i) * p.steps + j;
+                        let q = p.q.as_ptr().add(at * p.step_bytes);
+                        let dot = if B == 4 {
+                            $dot4(w0, w1, _mm256_loadu_si256(q.cast()), _mm256_loadu_si256(q.add(32).cast()))
+                        } else {
+                            $dot8(w0, _mm256_loadu_si256(q.cast()))
+                        };
+                        let c = _mm256_mul_ps(sv, _mm256_loadu_ps(p.d8.as_ptr().add(at * LANES)));
+                        *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), c, *acc);
+                    }
                 }
             }
-        }};
-    }
-    for blk in (0..nb / 2 * 2).step_by(2) {
-        step!(blk, 0);
-        step!(blk + 1, 1);
-    }
-    if nb % 2 == 1 {
-        step!(nb - 1, 0);
-    }
-    for (i, (o, acc)) in out.iter_mut().zip(acc).enumerate() {
-        // SAFETY: row `a.i0 + i < m`; the caller's contract for `a.b`.
-        *o = hsum(_mm256_add_ps(acc[0], acc[1])) + unsafe { bias_sum::<H>(a, a.i0 + i) };
-    }
+            for (i, (o, acc)) in out.iter_mut().zip(acc).enumerate() {
+                // SAFETY: row `a.i0 + i < m`; the caller's contract for `a.b`.
+                *o = hsum(acc) + unsafe { bias_sum::<H>(a, a.i0 + i) };
+            }
+        }
+    };
 }
 
-/// The scheme over rows `i0..i0 + M` with AVX-512 VNNI: two blocks per
-/// 512-bit register (lanes 0-7 the even block, 8-15 the odd one, the
-/// scheme's `A`), one `vpdpbusd` per row and pair; an odd last block runs
-/// 256 bits wide into the low half.
-///
-/// # Safety
-/// The CPU has AVX-512 F/BW/VL/VNNI, AVX2, FMA and F16C; `a` is as
-/// [`Args`] says; `out` is `M` long.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-unsafe fn rows_vnni<const B: u32, const M: usize, const H: bool>(a: &Args, out: &mut [f32]) {
-    let p = a.p;
-    let (k, nb) = (p.k, p.nb);
-    let mut acc = [_mm512_setzero_ps(); M];
-    for blk in (0..nb / 2 * 2).step_by(2) {
-        // SAFETY: blocks `blk, blk + 1 < nb` of the row's codes
-        // (`blk * B * 4 .. + 2 * B * 4` bytes); `q` rows `i0 + i < m`,
-        // bytes `blk * 32 .. + 64 <= k`; `d8` floats `blk * 8 .. + 16 <=
-        // nb * 8` of those rows; scales `< ng`.
-        unsafe {
-            let w = if B == 4 {
-                // [b lo, b+1 lo, b hi, b+1 hi] -> [b lo, b hi, b+1 lo, b+1 hi].
-                let v = _mm256_loadu_si256(a.codes.add(blk * 16).cast());
-                let z = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(v), _mm256_srli_epi16::<4>(v));
-                let z = _mm512_and_si512(z, _mm512_set1_epi8(0x0f));
-                _mm512_shuffle_i64x2::<0b11_01_10_00>(z, z)
-            } else {
-                _mm512_loadu_si512(a.codes.add(blk * 32).cast())
-            };
-            let (s0, s1) = (load::<H>(a.s, blk >> p.shift), load::<H>(a.s, (blk + 1) >> p.shift));
-            let sv = _mm512_castpd_ps(_mm512_insertf64x4::<1>(
-                _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_set1_ps(s0))),
-                _mm256_castps_pd(_mm256_set1_ps(s1)),
-            ));
-            for (i, acc) in acc.iter_mut().enumerate() {
-                let row = a.i0 + i;
-                let xq = _mm512_loadu_si512(p.q.as_ptr().add(row * k + blk * BLOCK).cast());
-                let dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, xq);
-                let c = _mm512_mul_ps(sv, _mm512_loadu_ps(p.d8.as_ptr().add((row * nb + blk) * LANES)));
-                *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), c, *acc);
-            }
-        }
-    }
-    if nb % 2 == 1 {
-        let blk = nb - 1;
-        // SAFETY: as in the loop, for the one block `blk` (32 `q` bytes and
-        // 8 `d8` floats per row).
-        unsafe {
-            let w = block_codes::<B>(a.codes, blk);
-            let sv = _mm256_set1_ps(load::<H>(a.s, blk >> p.shift));
-            for (i, acc) in acc.iter_mut().enumerate() {
-                let row = a.i0 + i;
-                let xq = _mm256_loadu_si256(p.q.as_ptr().add(row * k + blk * BLOCK).cast());
-                let dot = _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, xq);
-                let c = _mm256_mul_ps(sv, _mm256_loadu_ps(p.d8.as_ptr().add((row * nb + blk) * LANES)));
-                let (dot, c) = (_mm512_zextps256_ps512(_mm256_cvtepi32_ps(dot)), _mm512_zextps256_ps512(c));
-                // Lanes 0-7 (an even block) only; 8-15 keep `acc`.
-                *acc = _mm512_mask3_fmadd_ps(dot, c, *acc, 0x00ff);
-            }
-        }
-    }
-    for (i, (o, acc)) in out.iter_mut().zip(acc).enumerate() {
-        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(acc)));
-        // SAFETY: row `a.i0 + i < m`; the caller's contract for `a.b`.
-        *o = hsum(_mm256_add_ps(_mm512_castps512_ps256(acc), hi)) + unsafe { bias_sum::<H>(a, a.i0 + i) };
-    }
-}
+kernel!(
+    /// The scheme with AVX2 (`vpmaddubsw` / `vpaddw` / `vpmaddwd`).
+    rows_avx2,
+    "avx2,fma,f16c",
+    dot4_avx2,
+    dot8_avx2
+);
+kernel!(
+    /// The scheme with AVX-512 VNNI on 256-bit registers (`vpdpbusd`).
+    rows_vnni,
+    "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c",
+    dot4_vnni,
+    dot8_vnni
+);
