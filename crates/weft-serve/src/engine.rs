@@ -416,8 +416,11 @@ impl Engine {
                     let _ = job.events.send(Event::Finished { index: s.index, reason });
                     job.remaining -= 1;
                     if job.remaining == 0 {
-                        let _ = job.events.send(Event::Done { usage: job.usage });
+                        // Counted before the client can see the end, so a
+                        // client that reads /metrics after its last event
+                        // finds its request there.
                         self.metrics.requests_ok.fetch_add(1, Relaxed);
+                        let _ = job.events.send(Event::Done { usage: job.usage });
                         jobs.remove(&s.job);
                     }
                     done.push(i);
