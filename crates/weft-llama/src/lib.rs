@@ -14,10 +14,12 @@
 //! println!("{}", tok.decode(&[next], true).unwrap());
 //! ```
 
+pub mod graph;
 pub mod llama;
 pub mod sample;
 pub mod tokenizer;
 
+pub use graph::GraphDecoder;
 pub use llama::{Config, KvCache, Llama};
 pub use sample::Sampler;
 pub use tokenizer::{StreamDecoder, Tokenizer};

@@ -240,6 +240,23 @@ pub struct Llama {
     int8_activations: bool,
 }
 
+/// Rotary embedding of `x` (`[.., D]`) in the traditional layout: each
+/// adjacent pair `(x[2i], x[2i + 1])` turned by the angle whose cosine and
+/// sine are `cos[i]`, `sin[i]` (`[D / 2]`, `x`'s dtype).
+fn rotate_pairs(x: &Array, cos: &Array, sin: &Array) -> Result<Array> {
+    let (nd, d) = (x.ndim(), x.shape()[x.ndim() - 1]);
+    let every = |start: isize| {
+        let mut at = vec![SliceArg::ALL; nd];
+        at[nd - 1] = SliceArg::new(Some(start), Some(d as isize), 2);
+        ops::slice(x, &at)
+    };
+    let (a, b) = (every(0)?, every(1)?);
+    let r1 = ops::subtract(&ops::multiply(&a, cos)?, &ops::multiply(&b, sin)?)?;
+    let r2 = ops::add(&ops::multiply(&a, sin)?, &ops::multiply(&b, cos)?)?;
+    let pairs = ops::concatenate(&[ops::expand_dims(&r1, -1isize)?, ops::expand_dims(&r2, -1isize)?], -1isize)?;
+    ops::reshape(&pairs, &x.shape().iter().map(|&s| s as isize).collect::<Vec<_>>())
+}
+
 /// `x @ w^T` for a weight stored `[out, in]`.
 fn linear(x: &Array, w: &Array) -> Result<Array> {
     ops::matmul(x, &ops::transpose(w, &[])?)
@@ -401,6 +418,108 @@ impl Llama {
             v.push(("output.weight".to_string(), self.output.float32()?));
         }
         Ok(v)
+    }
+
+    /// The keys and values of `cache` in the layout of [`Llama::static_step`]:
+    /// `[n_layers, n_kv_heads, capacity, head_dim]` each, the cached
+    /// positions first and zeros after them (evaluated, on the current
+    /// stream). Fails when `capacity` is shorter than the cache.
+    pub fn static_cache(&self, cache: &KvCache, capacity: usize) -> Result<(Array, Array)> {
+        let c = &self.config;
+        if capacity < cache.len || capacity == 0 {
+            return Err(Error::InvalidArgument(format!("a static cache of {capacity} positions cannot hold {} cached ones", cache.len)));
+        }
+        let dtype = self.output_norm.dtype();
+        let all = SliceArg::ALL;
+        let filled = [all, all, SliceArg::range(0, cache.len as isize)];
+        let pad = |a: Option<&Array>| -> Result<Array> {
+            let room = ops::zeros(&[1, c.n_kv_heads, capacity - cache.len, c.head_dim], dtype)?;
+            match a {
+                Some(a) if cache.len > 0 => ops::concatenate(&[ops::astype(&ops::slice(a, &filled)?, dtype)?, room], 2),
+                _ => Ok(room),
+            }
+        };
+        let mut keys = Vec::with_capacity(c.n_layers);
+        let mut values = Vec::with_capacity(c.n_layers);
+        for l in 0..c.n_layers {
+            let kv = cache.layers.get(l).and_then(|x| x.as_ref());
+            keys.push(pad(kv.map(|x| &x.0))?);
+            values.push(pad(kv.map(|x| &x.1))?);
+        }
+        let (k, v) = (ops::concatenate(&keys, 0)?, ops::concatenate(&values, 0)?);
+        weft::eval(&[k.clone(), v.clone()])?;
+        Ok((k, v))
+    }
+
+    /// One decode step of one sequence with everything that changes per
+    /// step given as arrays, so one trace of it (`weft::transforms::Compiled`)
+    /// and one CUDA graph of that trace serve every step
+    /// ([`crate::GraphDecoder`]).
+    ///
+    /// `inputs`: the token `[1]` (uint32), its position `[1]` (int32, the
+    /// number of positions before it), and the keys and values of
+    /// [`Llama::static_cache`] (`[n_layers, n_kv_heads, capacity, head_dim]`).
+    /// Returns the logits `[1, vocab]` (float32) and the keys and values with
+    /// the token's written at its position. Attention reads the whole
+    /// capacity with the positions after the token masked out; the rotary
+    /// angles are computed once per step from the position array.
+    pub fn static_step(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+        let c = &self.config;
+        let [token, pos, keys, values] = inputs else {
+            return Err(Error::InvalidArgument(format!("static_step takes 4 inputs (token, position, keys, values), got {}", inputs.len())));
+        };
+        let cap = keys.shape().get(2).copied().unwrap_or(0);
+        let want = [c.n_layers, c.n_kv_heads, cap, c.head_dim];
+        if keys.shape() != want || values.shape() != want || token.shape() != [1] || pos.shape() != [1] {
+            return Err(Error::Shape(format!(
+                "static_step: token {:?}, position {:?}, keys {:?}, values {:?}; expected [1], [1] and {want:?}",
+                token.shape(),
+                pos.shape(),
+                keys.shape(),
+                values.shape()
+            )));
+        }
+        let dtype = self.output_norm.dtype();
+        // Positions of the cache: the token's own (where its key and value
+        // go) and those attention may read (up to and including it).
+        let slots = ops::arange(0.0, cap as f64, 1.0, Dtype::I32)?;
+        let here = ops::reshape(&ops::equal(&slots, pos)?, &[1, 1, cap as isize, 1])?;
+        let seen = fast::Mask::Array(ops::reshape(&ops::less_equal(&slots, pos)?, &[1, 1, 1, cap as isize])?);
+        // The rotary angles of the position, once for every layer: feature
+        // pair `i` turns by `pos * base^(-2i / head_dim)` (as `fast::rope`,
+        // computed in float32 as `fast::rope_with` does).
+        let half = c.head_dim / 2;
+        let inv = ops::exp(&ops::multiply(&ops::arange(0.0, half as f64, 1.0, Dtype::F32)?, &Array::scalar(-c.rope_base.ln() / half as f32))?)?;
+        let theta = ops::multiply(&ops::astype(pos, Dtype::F32)?, &inv)?; // [half]
+        let (cos, sin) = (ops::astype(&ops::cos(&theta)?, dtype)?, ops::astype(&ops::sin(&theta)?, dtype)?);
+        let scale = 1.0 / (c.head_dim as f32).sqrt();
+        let mut x = self.token_embd.rows(token, dtype)?; // [1, H]
+        let (mut new_keys, mut new_values) = (Vec::with_capacity(c.n_layers), Vec::with_capacity(c.n_layers));
+        let all = SliceArg::ALL;
+        for (l, layer) in self.layers.iter().enumerate() {
+            let h = fast::rms_norm(&x, Some(&layer.attn_norm), c.rms_eps)?;
+            let heads = |y: &Array, n: usize| -> Result<Array> {
+                ops::transpose(&ops::reshape(y, &[1, 1, n as isize, c.head_dim as isize])?, &[0, 2, 1, 3]) // [1, n, 1, hd]
+            };
+            let rope = |a: &Array| rotate_pairs(a, &cos, &sin);
+            let q = rope(&heads(&layer.wq.linear(&h, false)?, c.n_heads)?)?;
+            let k = ops::astype(&rope(&heads(&layer.wk.linear(&h, false)?, c.n_kv_heads)?)?, dtype)?;
+            let v = ops::astype(&heads(&layer.wv.linear(&h, false)?, c.n_kv_heads)?, dtype)?;
+            let layer_of = |a: &Array| ops::slice(a, &[SliceArg::range(l as isize, l as isize + 1), all, all]);
+            let ks = ops::where_(&here, &k, &layer_of(keys)?)?; // [1, kv, cap, hd]
+            let vs = ops::where_(&here, &v, &layer_of(values)?)?;
+            let out = fast::scaled_dot_product_attention(&q, &ks, &vs, scale, Some(&seen))?; // [1, heads, 1, hd]
+            let out = ops::reshape(&out, &[1, (c.n_heads * c.head_dim) as isize])?;
+            new_keys.push(ks);
+            new_values.push(vs);
+            x = ops::add(&x, &layer.wo.linear(&out, false)?)?;
+            let h = fast::rms_norm(&x, Some(&layer.ffn_norm), c.rms_eps)?;
+            let act = ops::multiply(&ops::silu(&layer.w_gate.linear(&h, false)?)?, &layer.w_up.linear(&h, false)?)?;
+            x = ops::add(&x, &layer.w_down.linear(&act, false)?)?;
+        }
+        let last = fast::rms_norm(&x, Some(&self.output_norm), c.rms_eps)?;
+        let logits = ops::astype(&self.output.linear(&last, false)?, Dtype::F32)?;
+        Ok(vec![logits, ops::concatenate(&new_keys, 0)?, ops::concatenate(&new_values, 0)?])
     }
 
     pub fn new_cache(&self) -> KvCache {

@@ -195,3 +195,45 @@ fn quantized_weights_stay_quantized_and_agree_with_float32() {
         next = vec![t];
     }
 }
+
+/// `Llama::static_step` (the step `GraphDecoder` records as a CUDA graph,
+/// with the position and the cache as arrays) replayed through
+/// `Compiled` on the CPU gives `forward`'s logits, step after step, and the
+/// same greedy tokens. The CUDA graph itself runs in `scripts/gpu-llama`.
+#[test]
+fn static_step_matches_forward() {
+    use weft::transforms::Compiled;
+    use weft::Array;
+    let l = loaded();
+    let m = &l.model;
+    let prompt = l.tok.encode("The quick brown fox jumps over the lazy dog, and then").unwrap();
+    let mut cache = m.new_cache();
+    let mut next = Sampler::greedy().sample(&m.forward(&prompt, &mut cache).unwrap()).unwrap();
+    let capacity = prompt.len() + 8;
+    let (mut keys, mut values) = m.static_cache(&cache, capacity).unwrap();
+    assert_eq!(keys.shape(), &[m.config.n_layers, m.config.n_kv_heads, capacity, m.config.head_dim]);
+    let inputs = |t: u32, pos: usize, k: &Array, v: &Array| {
+        vec![Array::from_vec(vec![t], &[1]).unwrap(), Array::from_vec(vec![pos as i32], &[1]).unwrap(), k.clone(), v.clone()]
+    };
+    let (step, _) = Compiled::trace(|x: &[Array]| m.static_step(x), &inputs(next, cache.len(), &keys, &values)).unwrap();
+    let mut worst = 0.0f32;
+    for i in 0..6 {
+        let pos = cache.len();
+        let want = m.forward(&[next], &mut cache).unwrap().to_vec::<f32>().unwrap();
+        let out = step.call(&inputs(next, pos, &keys, &values)).unwrap();
+        let got = out[0].to_vec::<f32>().unwrap();
+        assert_eq!(got.len(), want.len());
+        worst = worst.max(got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max));
+        let (a, b) = (Sampler::greedy().sample_slice(&got).unwrap(), Sampler::greedy().sample_slice(&want).unwrap());
+        assert_eq!(a, b, "greedy token after step {i}");
+        keys = out[1].clone();
+        values = out[2].clone();
+        next = b;
+    }
+    // The rotary angles come from a float32 table here and from double
+    // precision in the fused kernel: the logits agree to rounding.
+    assert!(worst < 2e-3, "static step against forward: max |logit difference| {worst}");
+    // Bad shapes are errors, not panics.
+    assert!(m.static_step(&inputs(next, 0, &keys, &keys)[..3]).is_err());
+    assert!(m.static_cache(&cache, 1).is_err());
+}

@@ -119,7 +119,7 @@ impl Array {
         self.0.tape.as_deref()
     }
 
-    /// An evaluated array holding `data` (a CPU buffer), on the current stream.
+    /// An evaluated array holding `data` (a host or device buffer), on the current stream.
     pub(crate) fn from_data(data: Data, dtype: Dtype) -> Array {
         let shape = data.layout.shape.clone();
         Array::with_state(shape, dtype, current_stream(), None, NodeState::done(Ok(data)))

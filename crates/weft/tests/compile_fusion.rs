@@ -615,3 +615,20 @@ fn random_graphs(count: usize) {
     assert_eq!(cases, count);
     assert!(fused_nodes >= cases / 2, "{fused_nodes} fused nodes in {cases} graphs");
 }
+
+/// A CUDA graph needs a GPU stream: on the CPU, `capture` says so (the GPU
+/// side is `captured_graph_matches_the_compiled_replay` in tests/gpu.rs).
+#[test]
+fn capture_on_a_cpu_stream_is_a_clear_error() {
+    let x = array(&[1.0, 2.0], &[2], Dtype::F32);
+    let xs = [x.clone(), x.clone(), x];
+    let (c, _) = Compiled::trace(float_chain, &xs).unwrap();
+    let s = weft::Stream::new(weft::Device::cpu()).unwrap();
+    match weft::with_stream(s, || c.capture(&xs)) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("needs a GPU stream"), "{m}"),
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("captured a CUDA graph on the CPU"),
+    }
+    // The compiled function still replays on the CPU.
+    same("after a refused capture", &c.call(&xs).unwrap()[0], &float_chain(&xs).unwrap()[0]);
+}

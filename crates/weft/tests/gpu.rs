@@ -1080,3 +1080,90 @@ fn complex64_on_a_gpu_stream_matches_cpu() {
         Ok(g[0].clone())
     });
 }
+
+/// A compiled function with a matmul, a norm, a softmax, a fused chain, a
+/// reduction, a strided (transposed) output and an input returned as is.
+fn graph_fn(w: Array, norm: Array) -> impl Fn(&[Array]) -> weft::Result<Vec<Array>> {
+    move |x: &[Array]| {
+        let h = ops::matmul(&x[0], &w)?; // [4, 48]
+        let h = weft::fast::rms_norm(&h, Some(&norm), 1e-5)?;
+        let s = ops::softmax(&h, &[-1])?;
+        let y = ops::add(&ops::multiply(&s, &x[1])?, &Array::scalar(0.5f32))?;
+        let r = ops::sum(&h, &[-1], false)?;
+        Ok(vec![ops::transpose(&y, &[1, 0])?, r, x[1].clone()])
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn captured_graph_matches_the_compiled_replay() {
+    let _s = serial();
+    let g = gpu();
+    // Constants: a device weight and a host one (uploaded once, kept alive by the graph).
+    let w = weft::with_stream(g, || ops::copy_as(&random(&[64, 48], Dtype::F32, -0.5, 0.5, 1), Dtype::F32)).unwrap();
+    w.eval().unwrap();
+    let norm = random(&[48], Dtype::F32, 0.5, 1.5, 2);
+    let inputs = |seed: u64| vec![random(&[4, 64], Dtype::F32, -1.0, 1.0, seed), random(&[4, 48], Dtype::F32, -1.0, 1.0, seed + 1)];
+    let (c, _) = weft::with_stream(g, || weft::transforms::Compiled::trace(graph_fn(w.clone(), norm.clone()), &inputs(10))).unwrap();
+    let cap = Arc::new(weft::with_stream(g, || c.capture(&inputs(10))).unwrap());
+    assert_eq!(cap.output_specs(), vec![(vec![48, 4], Dtype::F32), (vec![4], Dtype::F32), (vec![4, 48], Dtype::F32)]);
+    let check = |seed: u64| {
+        let xs = inputs(seed);
+        let want = weft::with_stream(g, || c.call(&xs)).unwrap();
+        let got = cap.call(&xs).unwrap();
+        for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(a.shape(), b.shape(), "output {i}");
+            // The same kernels on the same values: equal bit for bit.
+            assert_eq!(values(a), values(b), "output {i}, inputs {seed}");
+        }
+    };
+    for seed in [10, 20, 30] {
+        check(seed);
+    }
+    // Many threads calling one graph: each gets its own inputs' outputs.
+    thread::scope(|sc| {
+        for t in 0..6u64 {
+            let check = &check;
+            sc.spawn(move || {
+                for k in 0..8 {
+                    check(100 + 10 * t + k);
+                }
+            });
+        }
+    });
+    // Inputs on another GPU stream (waited on through events), and strided inputs.
+    let other = gpu();
+    let xs: Vec<Array> = inputs(7).iter().map(|x| weft::with_stream(other, || ops::copy_as(x, Dtype::F32)).unwrap()).collect();
+    // [4, 48] read through strides: the transpose of a contiguous [48, 4].
+    let t = weft::with_stream(other, || ops::transpose(&ops::copy_as(&ops::transpose(&xs[1], &[1, 0])?, Dtype::F32)?, &[1, 0])).unwrap();
+    let got = cap.call(&[xs[0].clone(), t.clone()]).unwrap();
+    let want = weft::with_stream(g, || c.call(&[xs[0].clone(), t])).unwrap();
+    assert_eq!(values(&got[0]), values(&want[0]));
+    // Wrong shapes and dtypes are errors, and the graph still works after them.
+    let bad = cap.call(&[random(&[5, 64], Dtype::F32, 0.0, 1.0, 3), inputs(3)[1].clone()]);
+    assert!(matches!(bad, Err(Error::Shape(_))), "{bad:?}");
+    let bad = cap.call(&[random(&[4, 64], Dtype::F16, 0.0, 1.0, 3), inputs(3)[1].clone()]);
+    assert!(matches!(bad, Err(Error::Shape(_))), "{bad:?}");
+    assert!(matches!(cap.call(&inputs(3)[..1]), Err(Error::InvalidArgument(_))));
+    check(40);
+    drop(cap);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn capture_refuses_host_fallbacks_with_an_error() {
+    let _s = serial();
+    let g = gpu();
+    // `linalg::inv` has no CUDA kernel: the replay would read device memory on the host.
+    let f = |x: &[Array]| Ok(vec![weft::linalg::inv(&x[0])?]);
+    let x = random(&[3, 3], Dtype::F32, 1.0, 2.0, 5);
+    let (c, _) = weft::with_stream(g, || weft::transforms::Compiled::trace(f, &[x.clone()])).unwrap();
+    match weft::with_stream(g, || c.capture(&[x.clone()])) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("cannot be captured"), "{m}"),
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("a host fallback was captured"),
+    }
+    // The stream and the device still work.
+    let y = weft::with_stream(g, || ops::add(&x, &x)).unwrap();
+    assert_eq!(values(&y), values(&x).iter().map(|v| v * 2.0).collect::<Vec<_>>());
+}

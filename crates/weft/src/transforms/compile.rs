@@ -23,12 +23,21 @@
 //! group only where its members still share one shape. A `Compiled` is
 //! immutable (its programs are shared `Arc`s), so any number of threads may
 //! call it at once.
+//!
+//! On a GPU, [`Compiled::capture`] records one replay as a CUDA graph
+//! ([`Captured`], `backend/cuda/graph.rs`): a call then copies its inputs in,
+//! launches the whole graph at once and copies the outputs out, with no
+//! per-node host work (no node, task, allocation or launch per primitive).
 
 use super::fuse::{self, Group};
 use super::trace::{self, new_trace, Kind, ShapeNote, TapeOp};
-use crate::primitive::Primitive;
+use crate::backend::cuda::graph::{CudaGraph, Recorder};
+use crate::buffer::Data;
+use crate::device::DeviceType;
+use crate::dtype::Dtype;
+use crate::primitive::{OutSpec, Primitive};
 use crate::shape::broadcast_shapes;
-use crate::{bail, ops, Array, Result};
+use crate::{bail, ops, Array, Device, Result};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -285,6 +294,75 @@ impl Compiled {
         counts
     }
 
+    /// Records a replay on `inputs` (the traced shapes and dtypes) as a CUDA
+    /// graph on the current stream's GPU ([`Captured`]). The trace must be
+    /// one every node of which has a CUDA kernel (docs/gpu.md lists the
+    /// host fallbacks, which are refused with an error naming the
+    /// primitive), and without custom-derivative functions.
+    ///
+    /// Memory: the graph keeps one buffer per node of the replay for its
+    /// whole life (no reuse between nodes), plus its input slots.
+    pub fn capture(&self, inputs: &[Array]) -> Result<Captured> {
+        let stream = crate::stream::current_stream();
+        if stream.device().kind != DeviceType::Gpu {
+            bail!(
+                InvalidArgument,
+                "compiled function: capturing a CUDA graph needs a GPU stream (the current stream is {stream})"
+            );
+        }
+        let examples = self.graph_inputs(inputs)?;
+        let mut program = |rec: &Recorder<'_>, slots: &[Data], keep: &mut Vec<Data>| self.record(rec, slots, keep);
+        let graph = CudaGraph::capture(stream, &examples, &mut program)?;
+        let inputs = self.inputs.iter().map(|m| (m.shape().to_vec(), m.dtype())).collect();
+        Ok(Captured { graph, inputs, device: stream.device() })
+    }
+
+    /// `inputs` checked against the trace (same shapes and dtypes),
+    /// evaluated and contiguous.
+    fn graph_inputs(&self, inputs: &[Array]) -> Result<Vec<Data>> {
+        check_inputs(&self.inputs.iter().map(|m| (m.shape().to_vec(), m.dtype())).collect::<Vec<_>>(), inputs)?;
+        inputs.iter().map(contiguous_data).collect()
+    }
+
+    /// The replay as a CUDA graph's program: every node of the trace run by
+    /// `rec` on the input slots, oldest first (fused chains as one node).
+    fn record(&self, rec: &Recorder<'_>, slots: &[Data], keep: &mut Vec<Data>) -> Result<Vec<Data>> {
+        let mut now: HashMap<u64, Data> = HashMap::with_capacity(self.nodes.len());
+        for (m, d) in self.inputs.iter().zip(slots) {
+            now.insert(m.id(), d.clone());
+        }
+        // A value of the trace, or a constant's (evaluated on first use,
+        // which is the uncaptured first run).
+        let value = |x: &Array, now: &HashMap<u64, Data>, keep: &mut Vec<Data>| -> Result<Data> {
+            match now.get(&x.id()) {
+                Some(d) => Ok(d.clone()),
+                None => {
+                    let d = x.data()?;
+                    keep.push(d.clone());
+                    Ok(d)
+                }
+            }
+        };
+        for node in &self.nodes {
+            if now.contains_key(&node.id()) {
+                continue;
+            }
+            let (prim, ins) = match (self.fusion.get(&node.id()), node.tape().map(|t| &t.op)) {
+                (Some(Fusion::Inner(_)), _) | (_, None) => continue,
+                (Some(Fusion::Root(g)), _) => (Primitive::Fused(g.program.clone()), &g.inputs),
+                (None, Some(TapeOp::Prim(p))) => (p.clone(), &node.tape().expect("taped").inputs),
+                (None, Some(TapeOp::Custom(..))) => {
+                    bail!(InvalidArgument, "compiled function: a function with a custom derivative cannot be captured in a CUDA graph")
+                }
+            };
+            let data = ins.iter().map(|x| value(x, &now, keep)).collect::<Result<Vec<_>>>()?;
+            let out = rec.run(&prim, data, OutSpec { shape: node.shape(), dtype: node.dtype() })?;
+            keep.push(out.clone());
+            now.insert(node.id(), out);
+        }
+        self.outputs.iter().map(|o| value(o, &now, keep)).collect()
+    }
+
     /// The fused programs a call runs, oldest first.
     pub fn fused_programs(&self) -> Vec<Arc<crate::primitive::FusedProgram>> {
         self.nodes
@@ -294,5 +372,87 @@ impl Compiled {
                 _ => None,
             })
             .collect()
+    }
+}
+
+/// Fails unless `inputs` have exactly the shapes and dtypes of `specs`.
+fn check_inputs(specs: &[(Vec<usize>, Dtype)], inputs: &[Array]) -> Result<()> {
+    if inputs.len() != specs.len() {
+        bail!(InvalidArgument, "captured function: {} inputs for a graph of {}", inputs.len(), specs.len());
+    }
+    for ((shape, dtype), x) in specs.iter().zip(inputs) {
+        if x.shape() != shape.as_slice() || x.dtype() != *dtype {
+            bail!(
+                Shape,
+                "captured function: input of shape {:?} ({}) for a graph captured on shape {shape:?} ({dtype})",
+                x.shape(),
+                x.dtype()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `x` evaluated, as contiguous data (copied when it is a strided view).
+fn contiguous_data(x: &Array) -> Result<Data> {
+    let d = x.data()?;
+    if d.layout.is_contiguous() {
+        return Ok(d);
+    }
+    ops::copy_as(x, x.dtype())?.data()
+}
+
+/// A compiled function recorded as a CUDA graph ([`Compiled::capture`]).
+///
+/// A call copies its inputs into the graph's input slots, launches the graph
+/// (every kernel of the replay in one `cuGraphLaunch`) and copies the
+/// outputs into fresh arrays, all in order on the graph's own stream; it
+/// returns once that is enqueued, and the outputs are evaluated arrays
+/// (reading them waits for the graph). Any thread may call it; calls are
+/// enqueued one at a time (they share the slots) and run in that order.
+///
+/// ```no_run
+/// use weft::{ops, transforms::Compiled, Array, Device};
+/// weft::set_default_device(Device::gpu(0));
+/// let w = ops::full(&[64, 64], 0.01f32).unwrap();
+/// let f = move |x: &[Array]| Ok(vec![ops::tanh(&ops::matmul(&x[0], &w)?)?]);
+/// let x = ops::full(&[1, 64], 1.0f32).unwrap();
+/// let (c, _) = Compiled::trace(f, &[x.clone()]).unwrap();
+/// let g = c.capture(&[x.clone()]).unwrap();
+/// let y = g.call(&[x]).unwrap();
+/// assert_eq!(y[0].shape(), &[1, 64]);
+/// ```
+pub struct Captured {
+    graph: CudaGraph,
+    inputs: Vec<(Vec<usize>, Dtype)>,
+    device: Device,
+}
+
+impl Captured {
+    /// The function's outputs for `inputs` (the captured shapes and dtypes).
+    pub fn call(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+        check_inputs(&self.inputs, inputs)?;
+        let data = inputs.iter().map(contiguous_data).collect::<Result<Vec<_>>>()?;
+        let outs = self.graph.launch(&data)?;
+        let stream = crate::stream::default_stream(self.device);
+        Ok(crate::stream::with_stream(stream, || {
+            outs.into_iter()
+                .map(|d| {
+                    let dtype = d.buffer.dtype();
+                    Array::from_data(d, dtype)
+                })
+                .collect()
+        }))
+    }
+
+    /// The outputs' shapes and dtypes.
+    pub fn output_specs(&self) -> Vec<(Vec<usize>, Dtype)> {
+        self.graph.output_specs()
+    }
+
+    /// How many device buffers the graph holds for its life (input slots,
+    /// one per node of the replay, the outputs and the constants it reads).
+    pub fn buffers(&self) -> usize {
+        self.graph.buffers()
     }
 }

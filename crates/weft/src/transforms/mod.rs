@@ -14,7 +14,7 @@ pub(crate) mod trace;
 mod vjp;
 mod vmap;
 
-pub use compile::Compiled;
+pub use compile::{Captured, Compiled};
 pub use custom::{checkpoint, custom_vjp, stop_gradient, VjpRule};
 pub use vjp::{grad, jvp, value_and_grad, vjp};
 pub use vmap::vmap;

@@ -30,6 +30,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub(crate) struct StreamHandle {
     gpu: Arc<Gpu>,
     raw: sys::CUstream,
+    /// Set while a CUDA graph is being captured on this stream
+    /// (`graph.rs`). Then buffers are allocated outside the stream's order
+    /// (`cuMemAlloc`, owned by the graph), foreign producers are waited on
+    /// from the host rather than through a stream wait on an event recorded
+    /// outside the capture, and reads are not recorded on foreign buffers
+    /// (the graph keeps every buffer it reads alive and synchronizes its
+    /// stream before letting them go).
+    capturing: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: a CUstream may be used from any thread; the driver serializes
@@ -43,11 +51,22 @@ impl StreamHandle {
         gpu.bind()?;
         let raw = result::stream::create(result::stream::StreamKind::NonBlocking)
             .map_err(|e| driver_err("creating a stream", e))?;
-        Ok(StreamHandle { gpu, raw })
+        Ok(StreamHandle { gpu, raw, capturing: std::sync::atomic::AtomicBool::new(false) })
     }
 
     pub(crate) fn raw(&self) -> sys::CUstream {
         self.raw
+    }
+
+    /// Whether a graph capture is open on this stream.
+    pub(crate) fn is_capturing(&self) -> bool {
+        self.capturing.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Opens or closes the capture mode of the fields' doc (`graph.rs`
+    /// calls it around `cuStreamBeginCapture`/`cuStreamEndCapture`).
+    pub(crate) fn set_capturing(&self, on: bool) {
+        self.capturing.store(on, std::sync::atomic::Ordering::Release);
     }
 
     /// Orders work submitted to this stream from now on after `b`'s producer
@@ -55,6 +74,12 @@ impl StreamHandle {
     pub(crate) fn wait_for(&self, b: &CudaBuffer) -> Result<()> {
         if std::ptr::eq(b.stream.as_ref(), self) {
             return Ok(());
+        }
+        if self.is_capturing() {
+            // A captured graph may not wait on an event recorded outside
+            // its capture: wait here, once, before the graph exists. Every
+            // launch of the graph comes later, so later than the write.
+            return b.wait_host();
         }
         let ev = b.ready()?;
         // SAFETY: both handles are live (the buffer holds its producer's
@@ -121,6 +146,10 @@ pub struct CudaBuffer {
     ready: OnceLock<std::result::Result<Event, crate::Error>>,
     /// Per foreign reader stream, an event recorded after its latest read.
     readers: Mutex<Vec<(usize, Event)>>,
+    /// Allocated with `cuMemAlloc` during a graph capture (outside stream
+    /// order), freed with `cuMemFree`; the graph that owns it synchronizes
+    /// its stream before dropping it (`graph.rs`).
+    fixed: bool,
     _reservation: Reservation,
 }
 
@@ -135,7 +164,12 @@ impl CudaBuffer {
     pub(crate) fn alloc(stream: &Arc<StreamHandle>, dtype: Dtype, n: usize) -> Result<CudaBuffer> {
         let bytes = super::rows::checked_bytes(n, dtype.size())?;
         let reservation = Reservation::new(bytes)?;
-        let ptr = if bytes == 0 { 0 } else { alloc_bytes(stream, bytes)? };
+        let fixed = stream.is_capturing();
+        let ptr = match (bytes, fixed) {
+            (0, _) => 0,
+            (_, false) => alloc_bytes(stream, bytes)?,
+            (_, true) => alloc_fixed(stream, bytes)?,
+        };
         Ok(CudaBuffer {
             ptr,
             len: n,
@@ -143,6 +177,7 @@ impl CudaBuffer {
             stream: stream.clone(),
             ready: OnceLock::new(),
             readers: Mutex::new(Vec::new()),
+            fixed,
             _reservation: reservation,
         })
     }
@@ -197,7 +232,9 @@ impl CudaBuffer {
 
     /// Notes that `reader` has just enqueued a read of this buffer.
     pub(crate) fn record_read(&self, reader: &StreamHandle) -> Result<()> {
-        if std::ptr::eq(self.stream.as_ref(), reader) {
+        // A capturing reader keeps the buffer alive itself (field doc of
+        // `StreamHandle::capturing`).
+        if std::ptr::eq(self.stream.as_ref(), reader) || reader.is_capturing() {
             return Ok(());
         }
         let id = reader as *const StreamHandle as usize;
@@ -212,7 +249,7 @@ impl CudaBuffer {
     }
 
     /// Blocks the calling thread until the producer's write is done.
-    fn wait_host(&self) -> Result<()> {
+    pub(crate) fn wait_host(&self) -> Result<()> {
         let ev = self.ready()?;
         // SAFETY: the event is live; the context is bound by the caller.
         unsafe { result::event::synchronize(ev.0) }.map_err(|e| driver_err("waiting for a kernel", e))
@@ -222,6 +259,13 @@ impl CudaBuffer {
 impl Drop for CudaBuffer {
     fn drop(&mut self) {
         if self.ptr == 0 || self.stream.gpu.bind().is_err() {
+            return;
+        }
+        if self.fixed {
+            // SAFETY: `ptr` came from cuMemAlloc and is freed once; only the
+            // graph that made it used it, and that graph synchronized its
+            // stream before letting its buffers go (`graph.rs`).
+            let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
             return;
         }
         let readers = std::mem::take(self.readers.get_mut().unwrap_or_else(|p| p.into_inner()));
@@ -263,6 +307,34 @@ fn alloc_bytes(stream: &StreamHandle, bytes: usize) -> Result<u64> {
         }
         Err(e) => Err(driver_err("allocating device memory", e)),
     }
+}
+
+/// `bytes` of device memory outside any stream's order, for a graph being
+/// captured (a stream-ordered allocation would become part of the graph).
+fn alloc_fixed(stream: &StreamHandle, bytes: usize) -> Result<u64> {
+    stream.gpu.bind()?;
+    let mut ptr = 0u64;
+    // SAFETY: `ptr` is a valid out-pointer; the context is bound above.
+    let r = unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }.result();
+    match r {
+        Ok(()) => Ok(ptr),
+        Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+            Err(Error::OutOfMemory { requested: bytes, in_use: active_memory(), limit: usize::MAX })
+        }
+        Err(e) => Err(driver_err("allocating device memory", e)),
+    }
+}
+
+/// Copies `bytes` bytes between device buffers in stream order on `stream`.
+pub(crate) fn copy_device(stream: &StreamHandle, dst: u64, src: u64, bytes: usize) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: the caller gives two ranges of `bytes` bytes inside live device
+    // buffers of this stream's context, both kept alive until the copy has
+    // run in stream order.
+    unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream.raw).result() }
+        .map_err(|e| driver_err("copying on the device", e))
 }
 
 // ---------------------------------------------------------------------------

@@ -21,6 +21,7 @@ mod copy;
 pub(crate) mod device;
 mod fused;
 mod gather;
+pub(crate) mod graph;
 mod gather_axis;
 mod kernel;
 mod layer_norm;
