@@ -242,19 +242,61 @@ pub struct Llama {
 
 /// Rotary embedding of `x` (`[.., D]`) in the traditional layout: each
 /// adjacent pair `(x[2i], x[2i + 1])` turned by the angle whose cosine and
-/// sine are `cos[i]`, `sin[i]` (`[D / 2]`, `x`'s dtype).
+/// sine are `cos[i]`, `sin[i]` (`[D / 2]`, `x`'s dtype). One elementwise
+/// chain (a single kernel under `compile`): with `p` the pairs `[.., D/2, 2]`
+/// and `r` the same pairs read swapped (a reversed view), the result is
+/// `p * cos + r * sin * (-1, 1)`.
 fn rotate_pairs(x: &Array, cos: &Array, sin: &Array) -> Result<Array> {
-    let (nd, d) = (x.ndim(), x.shape()[x.ndim() - 1]);
-    let every = |start: isize| {
-        let mut at = vec![SliceArg::ALL; nd];
-        at[nd - 1] = SliceArg::new(Some(start), Some(d as isize), 2);
-        ops::slice(x, &at)
+    let shape: Vec<isize> = x.shape().iter().map(|&s| s as isize).collect();
+    let nd = shape.len();
+    let mut pairs_shape = shape.clone();
+    pairs_shape[nd - 1] /= 2;
+    pairs_shape.push(2);
+    let p = ops::reshape(x, &pairs_shape)?;
+    let mut swap = vec![SliceArg::ALL; nd + 1];
+    swap[nd] = SliceArg::new(None, None, -1);
+    let r = ops::slice(&p, &swap)?;
+    let sign = ops::astype(&Array::from_vec(vec![-1.0f32, 1.0], &[2])?, x.dtype())?;
+    let (c, s) = (ops::expand_dims(cos, -1isize)?, ops::expand_dims(sin, -1isize)?);
+    let y = ops::add(&ops::multiply(&p, &c)?, &ops::multiply(&ops::multiply(&r, &s)?, &sign)?)?;
+    ops::reshape(&y, &shape)
+}
+
+/// One matrix of the rows of `parts` (all quantized alike, or all dense),
+/// so one product computes the three projections or the gate and up ones;
+/// `None` when they are stored differently. Lazy: under a trace it is a
+/// constant, computed once.
+fn stacked(parts: &[&Weight]) -> Result<Option<Weight>> {
+    let dense: Vec<&Array> = parts.iter().filter_map(|w| if let Weight::Dense(a) = w { Some(a) } else { None }).collect();
+    if dense.len() == parts.len() {
+        return Ok(Some(Weight::Dense(ops::concatenate(&dense.into_iter().cloned().collect::<Vec<_>>(), 0)?)));
+    }
+    let q: Vec<&QuantizedMatrix> = parts.iter().filter_map(|w| if let Weight::Quantized(q) = w { Some(q) } else { None }).collect();
+    if q.len() != parts.len() || q.iter().any(|m| (m.bits, m.group_size) != (q[0].bits, q[0].group_size)) {
+        return Ok(None);
+    }
+    let cat = |f: fn(&QuantizedMatrix) -> &Array| ops::concatenate(&q.iter().map(|m| f(m).clone()).collect::<Vec<_>>(), 0);
+    let m = QuantizedMatrix::new(cat(|m| &m.w)?, cat(|m| &m.scales)?, cat(|m| &m.biases)?, q[0].group_size, q[0].bits)?;
+    Ok(Some(Weight::Quantized(m)))
+}
+
+/// `x @ w^T` for each of `parts` (`[T, in]` each `[T, out_i]`): one product
+/// with their rows stacked ([`stacked`]) and split after, or one each.
+fn linear_parts(x: &Array, parts: &[&Weight]) -> Result<Vec<Array>> {
+    let Some(all) = stacked(parts)? else {
+        return parts.iter().map(|w| w.linear(x, false)).collect();
     };
-    let (a, b) = (every(0)?, every(1)?);
-    let r1 = ops::subtract(&ops::multiply(&a, cos)?, &ops::multiply(&b, sin)?)?;
-    let r2 = ops::add(&ops::multiply(&a, sin)?, &ops::multiply(&b, cos)?)?;
-    let pairs = ops::concatenate(&[ops::expand_dims(&r1, -1isize)?, ops::expand_dims(&r2, -1isize)?], -1isize)?;
-    ops::reshape(&pairs, &x.shape().iter().map(|&s| s as isize).collect::<Vec<_>>())
+    let y = all.linear(x, false)?;
+    let mut start = 0;
+    parts
+        .iter()
+        .map(|w| {
+            let n = w.shape()[0] as isize;
+            let part = ops::slice(&y, &[SliceArg::ALL, SliceArg::range(start, start + n)]);
+            start += n;
+            part
+        })
+        .collect()
 }
 
 /// `x @ w^T` for a weight stored `[out, in]`.
@@ -462,7 +504,11 @@ impl Llama {
     /// Returns the logits `[1, vocab]` (float32) and the keys and values with
     /// the token's written at its position. Attention reads the whole
     /// capacity with the positions after the token masked out; the rotary
-    /// angles are computed once per step from the position array.
+    /// angles are computed once per step from the position array. The
+    /// query, key and value projections run as one product, and so do the
+    /// gate and up ones, on their weights' rows stacked: under a trace the
+    /// stacked weights are constants, made once (one more copy of those
+    /// weights for as long as the trace lives).
     pub fn static_step(&self, inputs: &[Array]) -> Result<Vec<Array>> {
         let c = &self.config;
         let [token, pos, keys, values] = inputs else {
@@ -502,9 +548,11 @@ impl Llama {
                 ops::transpose(&ops::reshape(y, &[1, 1, n as isize, c.head_dim as isize])?, &[0, 2, 1, 3]) // [1, n, 1, hd]
             };
             let rope = |a: &Array| rotate_pairs(a, &cos, &sin);
-            let q = rope(&heads(&layer.wq.linear(&h, false)?, c.n_heads)?)?;
-            let k = ops::astype(&rope(&heads(&layer.wk.linear(&h, false)?, c.n_kv_heads)?)?, dtype)?;
-            let v = ops::astype(&heads(&layer.wv.linear(&h, false)?, c.n_kv_heads)?, dtype)?;
+            let [q, k, v] = <[Array; 3]>::try_from(linear_parts(&h, &[&layer.wq, &layer.wk, &layer.wv])?)
+                .map_err(|_| Error::Internal("three projections".into()))?;
+            let q = rope(&heads(&q, c.n_heads)?)?;
+            let k = ops::astype(&rope(&heads(&k, c.n_kv_heads)?)?, dtype)?;
+            let v = ops::astype(&heads(&v, c.n_kv_heads)?, dtype)?;
             let layer_of = |a: &Array| ops::slice(a, &[SliceArg::range(l as isize, l as isize + 1), all, all]);
             let ks = ops::where_(&here, &k, &layer_of(keys)?)?; // [1, kv, cap, hd]
             let vs = ops::where_(&here, &v, &layer_of(values)?)?;
@@ -514,7 +562,9 @@ impl Llama {
             new_values.push(vs);
             x = ops::add(&x, &layer.wo.linear(&out, false)?)?;
             let h = fast::rms_norm(&x, Some(&layer.ffn_norm), c.rms_eps)?;
-            let act = ops::multiply(&ops::silu(&layer.w_gate.linear(&h, false)?)?, &layer.w_up.linear(&h, false)?)?;
+            let [gate, up] = <[Array; 2]>::try_from(linear_parts(&h, &[&layer.w_gate, &layer.w_up])?)
+                .map_err(|_| Error::Internal("two projections".into()))?;
+            let act = ops::multiply(&ops::silu(&gate)?, &up)?;
             x = ops::add(&x, &layer.w_down.linear(&act, false)?)?;
         }
         let last = fast::rms_norm(&x, Some(&self.output_norm), c.rms_eps)?;
