@@ -54,6 +54,11 @@ pub fn release_free_memory() {
 pub struct Reservation(usize);
 
 impl Reservation {
+    /// A reservation of no bytes (a placeholder for one moved out).
+    pub(crate) fn empty() -> Reservation {
+        Reservation(0)
+    }
+
     pub fn new(bytes: usize) -> Result<Reservation> {
         let limit = LIMIT.load(Ordering::Relaxed);
         // Invariant: IN_USE is the sum of all live reservations; the

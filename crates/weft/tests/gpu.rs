@@ -309,7 +309,8 @@ fn reductions_match_reference() {
     }
     // Arg reductions: first extreme wins.
     for (di, d) in [Dtype::F32, Dtype::BF16, Dtype::I32].into_iter().enumerate() {
-        for (rows, cols) in [(37, 1000), (1000, 5), (3, 70000)] {
+        // [3, 70000] and [1, 49152] along axis 1: two passes (partial (value, index) pairs).
+        for (rows, cols) in [(37, 1000), (1000, 5), (3, 70000), (1, 49152)] {
             let x = random(&[rows, cols], d, -50.0, 50.0, 77 + di as u64);
             let xs = values(&x);
             for axis in [0usize, 1] {
@@ -1166,4 +1167,46 @@ fn capture_refuses_host_fallbacks_with_an_error() {
     // The stream and the device still work.
     let y = weft::with_stream(g, || ops::add(&x, &x)).unwrap();
     assert_eq!(values(&y), values(&x).iter().map(|v| v * 2.0).collect::<Vec<_>>());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn captured_graph_keeps_kernel_temporaries() {
+    // Two-pass reductions and split-K attention make temporary buffers inside
+    // their kernels; a graph runs those kernels at every launch, so the
+    // temporaries' memory must live as long as the graph, even though their
+    // buffers are dropped during the capture.
+    use weft::fast::scaled_dot_product_attention as sdpa;
+    let _s = serial();
+    let g = gpu();
+    let f = |x: &[Array]| {
+        let s = ops::sum(&x[0], &[-1], false)?;
+        let a = ops::argmax(&x[0], Some(-1), false)?;
+        let o = sdpa(&x[1], &x[2], &x[2], 0.125, None)?; // one query against 4096 keys: split-K
+        Ok(vec![s, a, o])
+    };
+    let inputs = |seed: u64| {
+        vec![
+            random(&[1, 1 << 16], Dtype::F32, -1.0, 1.0, seed),
+            random(&[1, 4, 1, 64], Dtype::F32, -1.0, 1.0, seed + 1),
+            random(&[1, 4, 4096, 64], Dtype::F32, -1.0, 1.0, seed + 2),
+        ]
+    };
+    let (c, _) = weft::with_stream(g, || weft::transforms::Compiled::trace(f, &inputs(1))).unwrap();
+    let cap = weft::with_stream(g, || c.capture(&inputs(1))).unwrap();
+    // Other memory in use while the graph runs (freed temporaries would be
+    // handed out again).
+    let other: Vec<Array> = (0..8).map(|i| weft::with_stream(gpu(), || ops::full(&[1 << 18], i as f32)).unwrap()).collect();
+    weft::eval(&other).unwrap();
+    for seed in [5u64, 9, 13, 17] {
+        let xs = inputs(seed);
+        let want = weft::with_stream(g, || c.call(&xs)).unwrap();
+        let got = cap.call(&xs).unwrap();
+        for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(values(a), values(b), "output {i}, inputs {seed}");
+        }
+    }
+    for (i, o) in other.iter().enumerate() {
+        assert!(values(o).iter().all(|&v| v == i as f64), "memory of array {i} was overwritten");
+    }
 }

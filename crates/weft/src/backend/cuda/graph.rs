@@ -9,8 +9,10 @@
 //! - one *input slot* per input: a device buffer each call copies its input
 //!   into before the launch;
 //! - every buffer the captured kernels write (allocated outside stream order
-//!   during the capture: `memory::alloc_fixed`), and every buffer they read
-//!   (the constants of the trace), alive for the graph's life;
+//!   during the capture: `memory::alloc_fixed`; a kernel's temporary dropped
+//!   during the capture keeps its memory in the stream's `captured` list),
+//!   and every buffer they read (the constants of the trace), alive for the
+//!   graph's life;
 //! - the outputs' buffers, which each call copies into fresh buffers after the
 //!   launch, so results never alias the graph's memory.
 //!
@@ -157,23 +159,28 @@ impl CudaGraph {
                 let _ = unsafe { sys::cuGraphDestroy(g) };
             }
         };
-        let outputs = match (outputs, ended) {
-            (Ok(o), Ok(())) => o,
-            (Err(e), _) => {
+        let mut exec: sys::CUgraphExec = std::ptr::null_mut();
+        let made = match (outputs, ended) {
+            (Ok(o), Ok(())) => {
+                // SAFETY: `graph` is the complete graph captured above.
+                match unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0) }.result() {
+                    Ok(()) => Ok(o),
+                    Err(e) => Err(driver_err("instantiating a CUDA graph", e)),
+                }
+            }
+            (Err(e), _) => Err(e),
+            (Ok(_), Err(e)) => Err(driver_err("ending a graph capture", e)),
+        };
+        let outputs = match made {
+            Ok(o) => o,
+            Err(e) => {
                 destroy(graph);
+                // Nothing captured ever ran: the capture's memory is free to go.
+                drop(keep);
+                enc.stream.free_captured();
                 return Err(e);
             }
-            (Ok(_), Err(e)) => {
-                destroy(graph);
-                return Err(driver_err("ending a graph capture", e));
-            }
         };
-        let mut exec: sys::CUgraphExec = std::ptr::null_mut();
-        // SAFETY: `graph` is the complete graph captured above.
-        if let Err(e) = unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0) }.result() {
-            destroy(graph);
-            return Err(driver_err("instantiating a CUDA graph", e));
-        }
         Ok(CudaGraph { enc, graph, exec, slots, outputs, keep, call_lock: Mutex::new(()) })
     }
 
@@ -248,12 +255,17 @@ impl Drop for CudaGraph {
             let _ = sys::cuGraphExecDestroy(self.exec);
             let _ = sys::cuGraphDestroy(self.graph);
         }
+        let (slots, outputs, keep) = (std::mem::take(&mut self.slots), std::mem::take(&mut self.outputs), std::mem::take(&mut self.keep));
         if !synced {
             // A kernel may still touch these: leak them rather than free
             // memory in use (docs/gpu.md, "Failures").
-            std::mem::forget(std::mem::take(&mut self.slots));
-            std::mem::forget(std::mem::take(&mut self.outputs));
-            std::mem::forget(std::mem::take(&mut self.keep));
+            std::mem::forget((slots, outputs, keep));
+            self.enc.stream.leak_captured();
+            return;
         }
+        // Dropping the captured buffers hands their memory to the stream's
+        // list; then all of it is freed at once.
+        drop((slots, outputs, keep));
+        self.enc.stream.free_captured();
     }
 }

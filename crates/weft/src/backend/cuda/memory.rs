@@ -38,6 +38,10 @@ pub(crate) struct StreamHandle {
     /// (the graph keeps every buffer it reads alive and synchronizes its
     /// stream before letting them go).
     capturing: std::sync::atomic::AtomicBool,
+    /// Memory allocated during a capture whose buffer was dropped: the graph
+    /// still uses it, so it stays allocated (and counted) until the graph
+    /// that owns this stream frees it ([`StreamHandle::free_captured`]).
+    captured: Mutex<Vec<(u64, Reservation)>>,
 }
 
 // SAFETY: a CUstream may be used from any thread; the driver serializes
@@ -51,7 +55,7 @@ impl StreamHandle {
         gpu.bind()?;
         let raw = result::stream::create(result::stream::StreamKind::NonBlocking)
             .map_err(|e| driver_err("creating a stream", e))?;
-        Ok(StreamHandle { gpu, raw, capturing: std::sync::atomic::AtomicBool::new(false) })
+        Ok(StreamHandle { gpu, raw, capturing: std::sync::atomic::AtomicBool::new(false), captured: Mutex::new(Vec::new()) })
     }
 
     pub(crate) fn raw(&self) -> sys::CUstream {
@@ -61,6 +65,29 @@ impl StreamHandle {
     /// Whether a graph capture is open on this stream.
     pub(crate) fn is_capturing(&self) -> bool {
         self.capturing.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Frees the memory of captured buffers dropped so far. The caller (a
+    /// graph's `Drop`) has synchronized this stream, and no graph that may
+    /// run again uses the memory.
+    pub(crate) fn free_captured(&self) {
+        let held = std::mem::take(&mut *lock(&self.captured));
+        if held.is_empty() || self.gpu.bind().is_err() {
+            return;
+        }
+        for (ptr, reservation) in held {
+            // SAFETY: `ptr` came from cuMemAlloc during a capture on this
+            // stream and is freed once (taken out of the list above); the
+            // stream is synchronized, so no launch of the graph is pending.
+            let _ = unsafe { sys::cuMemFree_v2(ptr) };
+            drop(reservation);
+        }
+    }
+
+    /// Forgets the captured memory without freeing it (a graph that could not
+    /// synchronize its stream: a kernel may still use it).
+    pub(crate) fn leak_captured(&self) {
+        std::mem::forget(std::mem::take(&mut *lock(&self.captured)));
     }
 
     /// Opens or closes the capture mode of the fields' doc (`graph.rs`
@@ -147,8 +174,8 @@ pub struct CudaBuffer {
     /// Per foreign reader stream, an event recorded after its latest read.
     readers: Mutex<Vec<(usize, Event)>>,
     /// Allocated with `cuMemAlloc` during a graph capture (outside stream
-    /// order), freed with `cuMemFree`; the graph that owns it synchronizes
-    /// its stream before dropping it (`graph.rs`).
+    /// order); dropping it hands the memory to its stream's `captured` list,
+    /// which the graph frees after synchronizing (`graph.rs`).
     fixed: bool,
     _reservation: Reservation,
 }
@@ -262,10 +289,11 @@ impl Drop for CudaBuffer {
             return;
         }
         if self.fixed {
-            // SAFETY: `ptr` came from cuMemAlloc and is freed once; only the
-            // graph that made it used it, and that graph synchronized its
-            // stream before letting its buffers go (`graph.rs`).
-            let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
+            // Captured kernels read or write this memory at every launch of
+            // the graph, whenever the buffer itself is dropped (a kernel's
+            // temporary is dropped during the capture): the graph frees it.
+            let reservation = std::mem::replace(&mut self._reservation, Reservation::empty());
+            lock(&self.stream.captured).push((self.ptr, reservation));
             return;
         }
         let readers = std::mem::take(self.readers.get_mut().unwrap_or_else(|p| p.into_inner()));

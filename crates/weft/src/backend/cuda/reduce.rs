@@ -187,8 +187,8 @@ fn run(k: &mut Launcher<'_>, s: &Spec, a: &Operand, axes: &[usize], two_pass: Op
     // Pass 1 into [nout, parts] partials of the accumulator's type, then
     // reduce those (a contiguous last axis) into the output.
     let (pass1, pass2) = (&partial_spec(s), two_pass.expect("checked above"));
-    let acc_dtype = acc_dtype(&s.acc_t);
-    let tmp = k.alloc(acc_dtype, nout * parts)?;
+    let (acc_dtype, words) = acc_dtype(&s.acc_t);
+    let tmp = k.alloc(acc_dtype, nout * parts * words)?;
     launch(k, pass1, tmp.ptr(), parts)?;
     let t = Operand { ptr: tmp.ptr(), layout: crate::shape::Layout::contiguous(&[nout, parts]), dtype: acc_dtype };
     let g2 = Geometry::new(&t.layout, &[1]);
@@ -217,15 +217,20 @@ fn partial_spec(s: &Spec) -> Spec {
     }
 }
 
-fn acc_dtype(acc_t: &str) -> Dtype {
+/// A dtype of the accumulator's size and alignment, and how many of it
+/// one accumulator takes.
+fn acc_dtype(acc_t: &str) -> (Dtype, usize) {
     match acc_t {
-        "float" => Dtype::F32,
-        "double" => Dtype::F64,
-        "unsigned int" => Dtype::U32,
-        "unsigned long long" | "long long" => Dtype::I64,
-        "int" => Dtype::I32,
-        "bool" => Dtype::Bool,
-        _ => Dtype::U8,
+        "float" => (Dtype::F32, 1),
+        "double" => (Dtype::F64, 1),
+        "unsigned int" => (Dtype::U32, 1),
+        "unsigned long long" | "long long" => (Dtype::I64, 1),
+        "int" => (Dtype::I32, 1),
+        "bool" => (Dtype::Bool, 1),
+        // `struct Arg { <value type of at most 8 bytes> v; long long i; }`:
+        // 16 bytes, 8-aligned.
+        "Arg" => (Dtype::U64, 2),
+        _ => (Dtype::U8, 1),
     }
 }
 
@@ -304,13 +309,27 @@ pub(crate) fn arg_reduce(k: &mut Launcher<'_>, op: ArgReduceOp, axis: usize, a: 
         in_t: ctype(d).into(),
         load: load(d, "{x}"),
         init: format!("{acc_t}{{({ct})0, -1ll}}"),
-        acc_t,
-        merge,
+        acc_t: acc_t.clone(),
+        merge: merge.clone(),
         lift: "Arg{{x}, j}".into(),
         out_t: "unsigned int".into(),
         fin: "((unsigned int)({a}).i)".into(),
     };
-    run(k, &s, a, &[axis], None, out.dtype)
+    // Pass 2 of a long reduction merges the partial (value, index) pairs,
+    // each of which keeps the index of its element.
+    let pass2 = Spec {
+        tag: format!("{op:?}|{}|final", short(d)),
+        decl: s.decl.clone(),
+        in_t: acc_t.clone(),
+        load: "{x}".into(),
+        init: s.init.clone(),
+        acc_t,
+        merge,
+        lift: "{x}".into(),
+        out_t: s.out_t.clone(),
+        fin: s.fin.clone(),
+    };
+    run(k, &s, a, &[axis], Some(&pass2), out.dtype)
 }
 
 /// The lowest and highest value of `d`, as CUDA C literals (infinities for
