@@ -323,7 +323,7 @@ fn linear_rows(x: &Array, w: &Array) -> Result<Array> {
 }
 
 impl Llama {
-    /// Loads `file`'s weights: the block-quantized ones (`Q4_0`, `Q4_1`,
+    /// Loads `file`'s weights: the block-quantized ones (`Q4_0`, `Q4_1`, `Q4_K`, `Q5_K`,
     /// `Q8_0`) kept quantized, the rest as float32.
     pub fn from_gguf(file: &Gguf) -> Result<Llama> {
         Llama::load(file, true)

@@ -178,15 +178,15 @@ fn custom_alignment_and_unsupported_types() {
     w.alignment = 64;
     w.u32("general.alignment", 64);
     w.tensor("a", &[2], 0, 1.0f32.to_le_bytes().into_iter().chain(2.0f32.to_le_bytes()).collect());
-    w.tensor("k", &[256], 12, vec![0; 144]); // Q4_K: known layout, not dequantized
+    w.tensor("k", &[256], 11, vec![0; 110]); // Q3_K: known layout, not dequantized
     let f = Gguf::parse(w.finish(), "aligned").unwrap();
     assert_eq!(f.alignment(), 64);
     assert_eq!(f.data_start() % 64, 0);
     assert_eq!(f.tensor_info("k").unwrap().offset, 64);
     assert_eq!(f.tensor("a", Dtype::F32).unwrap().to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
-    assert_eq!(f.tensor_bytes("k").unwrap().len(), 144);
+    assert_eq!(f.tensor_bytes("k").unwrap().len(), 110);
     match f.tensor("k", Dtype::F32) {
-        Err(Error::Dtype(m)) => assert!(m.contains("Q4_K"), "{m}"),
+        Err(Error::Dtype(m)) => assert!(m.contains("Q3_K"), "{m}"),
         r => panic!("expected a dtype error, got {r:?}"),
     }
 }
@@ -347,5 +347,46 @@ proptest! {
         let mut b = header(3, n_tensors, n_kv);
         b.extend(tail);
         parse_and_load(b);
+    }
+}
+
+/// The K-quants against gguf-py (llama.cpp's Python package): the fixture
+/// holds random `Q4_K`, `Q5_K` and `Q6_K` tensors and gguf-py's decoding of
+/// each (`scripts/make-kquant-fixture.py`). weft's decoder must give the same
+/// floats; `Q4_K` and `Q5_K` repacked as affine codes must too, and their
+/// quantized product must match the product with the decoded matrix.
+#[test]
+fn k_quants_decode_as_gguf_py_does() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/kquants.gguf");
+    let f = Gguf::open(path).unwrap();
+    let x = Array::from_vec((0..2 * 512).map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0).collect(), &[2, 512]).unwrap();
+    for (name, ty) in [("q4_k", GgmlType::Q4_K), ("q5_k", GgmlType::Q5_K), ("q6_k", GgmlType::Q6_K)] {
+        assert_eq!(f.tensor_info(name).unwrap().ty, ty);
+        let want = f.tensor(&format!("{name}.expected"), Dtype::F32).unwrap();
+        let got = f.tensor(name, Dtype::F32).unwrap();
+        assert_eq!(got.shape(), &[3, 512]);
+        let (g, w) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+        assert!(w.iter().any(|&v| v != 0.0), "{name}: the fixture is not all zeros");
+        for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+            assert_eq!(a.to_bits(), b.to_bits(), "{name}[{i}]: weft {a}, gguf-py {b}");
+        }
+        let q = f.quantized(name).unwrap();
+        if ty == GgmlType::Q6_K {
+            assert!(q.is_none(), "Q6_K's 16-element groups are expanded, not kept quantized");
+            continue;
+        }
+        let q = q.expect("Q4_K and Q5_K are kept quantized");
+        assert_eq!((q.bits, q.group_size), (if ty == GgmlType::Q4_K { 4 } else { 8 }, 32));
+        let d = q.dequantize(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
+        let scale = w.iter().fold(0f32, |m, v| m.max(v.abs()));
+        for (i, (a, b)) in d.iter().zip(&w).enumerate() {
+            assert!((a - b).abs() <= scale * 1e-6, "{name}[{i}] as affine codes: {a}, gguf-py {b}");
+        }
+        let y = q.matmul_t(&x).unwrap().to_vec::<f32>().unwrap();
+        let r = weft::ops::matmul(&x, &weft::ops::transpose(&want, &[]).unwrap()).unwrap().to_vec::<f32>().unwrap();
+        let big = r.iter().fold(0f32, |m, v| m.max(v.abs()));
+        for (i, (a, b)) in y.iter().zip(&r).enumerate() {
+            assert!((a - b).abs() <= big * 1e-4, "{name}: product [{i}] {a} against {b}");
+        }
     }
 }

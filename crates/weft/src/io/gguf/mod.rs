@@ -475,24 +475,35 @@ impl Gguf {
 
     /// The 2-D tensor `name` kept quantized: a `Q4_0`, `Q4_1` or `Q8_0`
     /// tensor repacked losslessly into MLX's affine layout (group size 32,
-    /// 4 or 8 bits, float16 scales and biases; see `quant::to_affine`), so
-    /// that `weft::ops::quantized_matmul` reads its codes directly and it is
+    /// 4 or 8 bits, float16 scales and biases; see `quant::to_affine`), or a
+    /// `Q4_K` (4 bits) or `Q5_K` (its 5-bit codes as 8 bits) tensor, with
+    /// float32 scales and biases (`quant::k_to_affine`), so that
+    /// `weft::ops::quantized_matmul` reads its codes directly and it is
     /// never expanded in memory. `None` for the types that are not block
-    /// quantized that way (floats, and the K-quants weft does not read).
+    /// quantized that way (floats, and `Q6_K`, whose 16-element groups the
+    /// affine kernels do not take: [`Gguf::tensor`] expands it).
     pub fn quantized(&self, name: &str) -> Result<Option<QuantizedMatrix>> {
         let t = self.info_or_err(name)?;
         let shape = t.shape();
-        if shape.len() != 2 || !matches!(t.ty, GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q8_0) {
+        if shape.len() != 2 {
             return Ok(None);
         }
-        let Some(a) = quant::to_affine(t.ty, self.tensor_bytes(name)?) else {
+        let (rows, groups) = (shape[0], shape[1] / 32);
+        let parts = match t.ty {
+            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q8_0 => quant::to_affine(t.ty, self.tensor_bytes(name)?).map(|a| {
+                let w = Array::from_vec(a.codes, &[rows, shape[1] * a.bits as usize / 32]);
+                (w, Array::from_vec(a.scales, &[rows, groups]), Array::from_vec(a.biases, &[rows, groups]), a.bits)
+            }),
+            GgmlType::Q4_K | GgmlType::Q5_K => quant::k_to_affine(t.ty, self.tensor_bytes(name)?).map(|a| {
+                let w = Array::from_vec(a.codes, &[rows, shape[1] * a.bits as usize / 32]);
+                (w, Array::from_vec(a.scales, &[rows, groups]), Array::from_vec(a.biases, &[rows, groups]), a.bits)
+            }),
+            _ => None,
+        };
+        let Some((w, scales, biases, bits)) = parts else {
             return Ok(None);
         };
-        let (rows, groups) = (shape[0], shape[1] / 32);
-        let w = Array::from_vec(a.codes, &[rows, shape[1] * a.bits as usize / 32])?;
-        let scales = Array::from_vec(a.scales, &[rows, groups])?;
-        let biases = Array::from_vec(a.biases, &[rows, groups])?;
-        QuantizedMatrix::new(w, scales, biases, 32, a.bits).map(Some)
+        QuantizedMatrix::new(w?, scales?, biases?, 32, bits).map(Some)
     }
 
     /// The tensor `name` dequantized to `dtype` (`F32`, `F16` or `BF16`),

@@ -1,14 +1,29 @@
 //! GGML tensor element types, and dequantization of the block formats weft
-//! reads (`Q4_0`, `Q4_1`, `Q8_0`) and of plain floats (`F32`, `F16`, `BF16`).
+//! reads (`Q4_0`, `Q4_1`, `Q8_0`, the K-quants `Q4_K`, `Q5_K`, `Q6_K`) and of
+//! plain floats (`F32`, `F16`, `BF16`).
 //!
-//! A quantized tensor is a run of blocks of 32 elements along its innermost
-//! axis. Each block starts with its scale `d` (a little-endian `f16`), then:
+//! A quantized tensor is a run of blocks along its innermost axis. The
+//! 32-element blocks start with their scale `d` (a little-endian `f16`), then:
 //! - `Q4_0` (18 bytes): 16 bytes of 4-bit codes `q`; `x = (q - 8) * d`;
 //! - `Q4_1` (20 bytes): the minimum `m` (`f16`), 16 bytes of codes; `x = q * d + m`;
 //! - `Q8_0` (34 bytes): 32 signed bytes `q`; `x = q * d`.
 //!
 //! In the 4-bit formats byte `j` holds element `j` in its low nibble and
 //! element `j + 16` in its high nibble.
+//!
+//! The K-quants are *super-blocks* of 256 elements:
+//! - `Q4_K` (144 bytes): `d`, `dmin` (`f16`), 12 bytes packing eight 6-bit
+//!   scales `sc` and eight 6-bit mins `mn` (one per 32 elements, [`scale_min`]),
+//!   128 bytes of 4-bit codes; `x = d sc q - dmin mn`. Each 64 elements read 32
+//!   code bytes: the first 32 elements their low nibbles, the next 32 their high.
+//! - `Q5_K` (176 bytes): as `Q4_K` with a fifth bit per code from 32 bytes
+//!   `qh` (after the scales, before the 128 code bytes): element `l` of the
+//!   `i`-th 32 takes bit `i` of `qh[l]` as 16.
+//! - `Q6_K` (210 bytes): 128 bytes `ql` (low 4 bits), 64 bytes `qh` (high 2
+//!   bits), 16 signed 8-bit scales (one per 16 elements), then `d`;
+//!   `x = d sc (q - 32)`. Each half of 128 elements reads 64 bytes of `ql` and 32
+//!   of `qh`: element `l + 32 k` (`l < 32`, `k < 4`) takes the low (`k < 2`)
+//!   or high nibble of `ql[l + 32 (k % 2)]` and bits `2k, 2k + 1` of `qh[l]`.
 
 use half::{bf16, f16};
 use rayon::prelude::*;
@@ -21,8 +36,11 @@ pub enum GgmlType {
     Q4_0,
     Q4_1,
     Q8_0,
+    Q4_K,
+    Q5_K,
+    Q6_K,
     BF16,
-    /// A type weft cannot dequantize (K-quants, i-quants, integers, ...):
+    /// A type weft cannot dequantize (other K-quants, i-quants, integers, ...):
     /// its number, and its block geometry where known so that the file's
     /// layout can still be checked.
     Other(u32),
@@ -36,6 +54,9 @@ impl GgmlType {
             2 => GgmlType::Q4_0,
             3 => GgmlType::Q4_1,
             8 => GgmlType::Q8_0,
+            12 => GgmlType::Q4_K,
+            13 => GgmlType::Q5_K,
+            14 => GgmlType::Q6_K,
             30 => GgmlType::BF16,
             v => GgmlType::Other(v),
         }
@@ -48,6 +69,9 @@ impl GgmlType {
             GgmlType::Q4_0 => 2,
             GgmlType::Q4_1 => 3,
             GgmlType::Q8_0 => 8,
+            GgmlType::Q4_K => 12,
+            GgmlType::Q5_K => 13,
+            GgmlType::Q6_K => 14,
             GgmlType::BF16 => 30,
             GgmlType::Other(v) => v,
         }
@@ -61,6 +85,9 @@ impl GgmlType {
             GgmlType::Q4_0 => "Q4_0",
             GgmlType::Q4_1 => "Q4_1",
             GgmlType::Q8_0 => "Q8_0",
+            GgmlType::Q4_K => "Q4_K",
+            GgmlType::Q5_K => "Q5_K",
+            GgmlType::Q6_K => "Q6_K",
             GgmlType::BF16 => "BF16",
             GgmlType::Other(v) => {
                 let name = match v {
@@ -69,9 +96,6 @@ impl GgmlType {
                     9 => "Q8_1",
                     10 => "Q2_K",
                     11 => "Q3_K",
-                    12 => "Q4_K",
-                    13 => "Q5_K",
-                    14 => "Q6_K",
                     15 => "Q8_K",
                     24 => "I8",
                     25 => "I16",
@@ -95,15 +119,15 @@ impl GgmlType {
             GgmlType::Q4_0 => (32, 18),
             GgmlType::Q4_1 => (32, 20),
             GgmlType::Q8_0 => (32, 34),
+            GgmlType::Q4_K => (256, 144),
+            GgmlType::Q5_K => (256, 176),
+            GgmlType::Q6_K => (256, 210),
             GgmlType::Other(v) => match v {
                 6 => (32, 22),
                 7 => (32, 24),
                 9 => (32, 36),
                 10 => (256, 84),
                 11 => (256, 110),
-                12 => (256, 144),
-                13 => (256, 176),
-                14 => (256, 210),
                 15 => (256, 292),
                 24 => (1, 1),
                 25 => (1, 2),
@@ -187,18 +211,129 @@ fn dequantize_run(ty: GgmlType, bytes: &[u8], out: &mut [f32]) {
                 }
             }
         }
+        GgmlType::Q4_K | GgmlType::Q5_K => {
+            let block_bytes = if ty == GgmlType::Q4_K { 144 } else { 176 };
+            for (o, b) in out.chunks_exact_mut(256).zip(bytes.chunks_exact(block_bytes)) {
+                let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
+                let scales: &[u8; 12] = b[4..16].try_into().expect("12 bytes");
+                let (qh, qs) = if ty == GgmlType::Q5_K { (&b[16..48], &b[48..176]) } else { (&b[0..0], &b[16..144]) };
+                for (i, o) in o.chunks_exact_mut(32).enumerate() {
+                    let (sc, mn) = scale_min(scales, i);
+                    let (scale, min) = (d * sc as f32, dmin * mn as f32);
+                    let bytes = &qs[(i / 2) * 32..(i / 2) * 32 + 32];
+                    for (l, o) in o.iter_mut().enumerate() {
+                        let mut q = if i % 2 == 0 { bytes[l] & 0x0f } else { bytes[l] >> 4 };
+                        if !qh.is_empty() {
+                            q |= ((qh[l] >> i) & 1) << 4;
+                        }
+                        *o = scale * q as f32 - min;
+                    }
+                }
+            }
+        }
+        GgmlType::Q6_K => {
+            for (o, b) in out.chunks_exact_mut(256).zip(bytes.chunks_exact(210)) {
+                let d = f16_at(b, 208);
+                for (half, o) in o.chunks_exact_mut(128).enumerate() {
+                    let ql = &b[half * 64..half * 64 + 64];
+                    let qh = &b[128 + half * 32..128 + half * 32 + 32];
+                    let sc = &b[192 + half * 8..192 + half * 8 + 8];
+                    for (k, o) in o.chunks_exact_mut(32).enumerate() {
+                        for (l, o) in o.iter_mut().enumerate() {
+                            let low = ql[l + 32 * (k % 2)];
+                            let low = if k < 2 { low & 0x0f } else { low >> 4 };
+                            let q = (low | (((qh[l] >> (2 * k)) & 3) << 4)) as i32 - 32;
+                            *o = d * (sc[2 * k + l / 16] as i8) as f32 * q as f32;
+                        }
+                    }
+                }
+            }
+        }
         GgmlType::Other(_) => unreachable!("dequantize_run: checked by the caller"),
+    }
+}
+
+/// Sub-block `j`'s (0..8) 6-bit scale and min in a `Q4_K`/`Q5_K` super-block's
+/// 12 scale bytes: for `j < 4` the low 6 bits of bytes `j` (scale) and
+/// `j + 4` (min); for `j >= 4` the nibbles of byte `j + 4` (low: scale, high:
+/// min) topped with the two high bits of bytes `j - 4` (scale) and `j` (min).
+fn scale_min(s: &[u8; 12], j: usize) -> (u8, u8) {
+    if j < 4 {
+        (s[j] & 63, s[j + 4] & 63)
+    } else {
+        ((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4), (s[j + 4] >> 4) | ((s[j] >> 6) << 4))
     }
 }
 
 /// A block-quantized tensor repacked, losslessly, into MLX's affine layout
 /// (`ops::quantized`): per row, `cols * bits / 32` code words, and one
-/// scale and one bias (float16, as the file stores them) per block of 32.
-pub(crate) struct Affine {
+/// scale and one bias per group of 32: float16 (`S = f16`, as the 32-element
+/// formats store them) or float32 (the K-quants' products `d sc`).
+pub(crate) struct Affine<S> {
     pub codes: Vec<u32>,
-    pub scales: Vec<f16>,
-    pub biases: Vec<f16>,
+    pub scales: Vec<S>,
+    pub biases: Vec<S>,
     pub bits: u32,
+}
+
+/// Repacks `bytes` (whole super-blocks of `Q4_K` or `Q5_K`) into affine codes
+/// with group size 32 and float32 scales: each 32 elements of a super-block
+/// are `(d sc) q + (-(dmin mn))`, so scale `d sc` and bias `-(dmin mn)`,
+/// computed in float32 as the decoder does; `Q4_K` keeps 4-bit codes,
+/// `Q5_K`'s 5-bit codes go into 8-bit ones. `None` for other types, or when
+/// a scale or bias is not finite.
+pub(crate) fn k_to_affine(ty: GgmlType, bytes: &[u8]) -> Option<Affine<f32>> {
+    let (bits, block_bytes) = match ty {
+        GgmlType::Q4_K => (4u32, 144),
+        GgmlType::Q5_K => (8u32, 176),
+        _ => return None,
+    };
+    let blocks = bytes.len() / block_bytes;
+    let words = 8 * bits as usize; // per super-block: 8 groups of 32 codes of `bits` bits
+    let mut codes = vec![0u32; blocks * words];
+    let mut scales = vec![0f32; blocks * 8];
+    let mut biases = vec![0f32; blocks * 8];
+    let per_task = BLOCKS_PER_TASK / 8;
+    let ok = crate::scheduler::in_pool(|| {
+        codes
+            .par_chunks_mut(words * per_task)
+            .zip(scales.par_chunks_mut(8 * per_task))
+            .zip(biases.par_chunks_mut(8 * per_task))
+            .zip(bytes.par_chunks(block_bytes * per_task))
+            .all(|(((codes, scales), biases), bytes)| {
+                for (((c, s), m), b) in codes
+                    .chunks_exact_mut(words)
+                    .zip(scales.chunks_exact_mut(8))
+                    .zip(biases.chunks_exact_mut(8))
+                    .zip(bytes.chunks_exact(block_bytes))
+                {
+                    let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
+                    let sm: &[u8; 12] = b[4..16].try_into().expect("12 bytes");
+                    let (qh, qs) = if ty == GgmlType::Q5_K { (&b[16..48], &b[48..176]) } else { (&b[0..0], &b[16..144]) };
+                    for i in 0..8 {
+                        let (sc, mn) = scale_min(sm, i);
+                        s[i] = d * sc as f32;
+                        m[i] = -(dmin * mn as f32);
+                        if !s[i].is_finite() || !m[i].is_finite() {
+                            return false;
+                        }
+                        let q = |l: usize| {
+                            let byte = qs[(i / 2) * 32 + l];
+                            let low = if i % 2 == 0 { byte & 0x0f } else { byte >> 4 };
+                            if qh.is_empty() { low } else { low | (((qh[l] >> i) & 1) << 4) }
+                        };
+                        // Element l of the group sits at bits `bits * l` of the group's stream.
+                        let group = &mut c[i * bits as usize..(i + 1) * bits as usize];
+                        let per_word = 32 / bits as usize;
+                        for (wi, w) in group.iter_mut().enumerate() {
+                            *w = (0..per_word).fold(0u32, |v, e| v | (q(wi * per_word + e) as u32) << (bits as usize * e));
+                        }
+                    }
+                }
+                true
+            })
+    });
+    ok.then_some(Affine { codes, scales, biases, bits })
 }
 
 /// Repacks `bytes` (whole blocks of `ty`: `Q4_0`, `Q4_1` or `Q8_0`) into
@@ -212,7 +347,7 @@ pub(crate) struct Affine {
 /// multiple) unless they overflow it, which a file's scales (`|d| < 256`
 /// for any weight under 32768 in magnitude) do not reach; `None` for any
 /// other type or if one would overflow.
-pub(crate) fn to_affine(ty: GgmlType, bytes: &[u8]) -> Option<Affine> {
+pub(crate) fn to_affine(ty: GgmlType, bytes: &[u8]) -> Option<Affine<f16>> {
     let (bits, block_bytes) = match ty {
         GgmlType::Q4_0 => (4, 18),
         GgmlType::Q4_1 => (4, 20),
