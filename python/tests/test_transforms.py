@@ -162,6 +162,42 @@ def test_compile_traces_once_per_signature_and_replays():
         mx.enable_compile()
 
 
+def test_capture_needs_a_gpu_stream_and_matches_the_compiled_function():
+    def f(x, y, scale=2.0):
+        return {"out": mx.softmax(x, axis=-1) * scale + y, "sum": mx.sum(y)}
+
+    cf = mx.compile(f)
+    x, y = mx.array([[0.0, 1.0, 2.0]]), mx.array([1.0, 2.0, 3.0])
+    if not mx.cuda.is_available():
+        # On a CPU stream there is no graph to record: a clear error, not a crash.
+        with pytest.raises(ValueError, match="needs a GPU stream"):
+            cf.capture(x, y)
+        with pytest.raises(ValueError, match="implicit state"):
+            mx.compile(f, inputs=[x]).capture(x, y)
+        pytest.skip("no CUDA device on this machine: the captured CUDA graph itself runs only on the GPU machine")
+    mx.set_default_device(mx.gpu)
+    try:
+        x, y = mx.array([[0.0, 1.0, 2.0]]), mx.array([1.0, 2.0, 3.0])
+        g = cf.capture(x, y)
+        assert g.buffers > 0
+        for i in range(3):
+            xi, yi = x + i, y * i
+            got, want = g(xi, yi), cf(xi, yi)
+            assert set(got) == {"out", "sum"}
+            np.testing.assert_allclose(np.array(got["out"]), np.array(want["out"]), rtol=1e-6)
+            np.testing.assert_allclose(np.array(got["sum"]), np.array(want["sum"]), rtol=1e-6)
+        with pytest.raises(ValueError, match="captured for"):
+            g(mx.ones((2, 3)), y)  # another shape
+        with pytest.raises(ValueError, match="captured for"):
+            g(x, y, scale=3.0)  # another non-array value
+        with ThreadPoolExecutor(4) as pool:
+            outs = list(pool.map(lambda i: np.array(g(x + i, y)["out"]), range(8)))
+        for i, r in enumerate(outs):
+            np.testing.assert_allclose(r, np.array(cf(x + i, y)["out"]), rtol=1e-6)
+    finally:
+        mx.set_default_device(mx.cpu)
+
+
 def test_compile_shapeless_traces_once_across_shapes():
     traces = []
 

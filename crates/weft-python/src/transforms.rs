@@ -716,19 +716,60 @@ impl CompiledFunction {
 
     #[pyo3(signature = (*args, **kwargs))]
     fn __call__<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyAny>> {
-        let fun = self.fun.bind(py);
         if self.implicit || !COMPILE_ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
-            return fun.call(args.clone(), kwargs);
+            return self.fun.bind(py).call(args.clone(), kwargs);
         }
-        let all = PyTuple::new(py, [args.clone().into_any(), kwargs.map_or_else(|| PyDict::new(py).into_any(), |k| k.clone().into_any())])?;
-        let mut leaves = Vec::new();
-        let tree = flatten(all.as_any(), &mut leaves)?;
-        let mut key = String::new();
-        signature(py, &tree, &mut leaves.iter(), self.shapeless, &mut key)?;
+        let t = self.traced(py, args, kwargs)?;
+        if let Some(first) = t.first {
+            return Ok(first);
+        }
+        let outs = t.entry.0.call(&t.leaves).py()?;
+        unflatten(py, &t.entry.1, &mut outs.iter())
+    }
+
+    /// weft's addition to MLX's `compile`: records the trace for these
+    /// arguments as one CUDA graph on the default stream's GPU and returns
+    /// it as a function of arguments of the same structure, shapes and
+    /// dtypes (and equal non-array values), whose call is one graph launch
+    /// (docs/gpu.md, "CUDA graphs"). Raises `ValueError` on a CPU stream,
+    /// for a function compiled with `inputs=`/`outputs=`, and when a
+    /// primitive of the trace has no CUDA kernel.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn capture<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<CapturedFunction> {
+        if self.implicit {
+            return Err(PyValueError::new_err(
+                "capture: a function compiled with inputs=/outputs= (implicit state) reads that state when called; it cannot be captured",
+            ));
+        }
+        let t = self.traced(py, args, kwargs)?;
+        let compiled = &t.entry.0;
+        let leaves = &t.leaves;
+        let graph = py.detach(|| compiled.capture(leaves)).py()?;
+        Ok(CapturedFunction { graph, key: t.key, shapeless: self.shapeless, entry: t.entry })
+    }
+}
+
+/// A trace of a compiled function for one call's arguments.
+struct Traced<'py> {
+    /// The trace and its output tree.
+    entry: Arc<(transforms::Compiled, Tree)>,
+    /// The call's arrays, flattened.
+    leaves: Vec<Array>,
+    /// The call's signature (the cache key).
+    key: String,
+    /// The call's result, when this call traced the function (the trace
+    /// ran the function, so these are its outputs).
+    first: Option<Bound<'py, PyAny>>,
+}
+
+impl CompiledFunction {
+    /// The cached trace for `args`/`kwargs`, or a new one (cached).
+    fn traced<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Traced<'py>> {
+        let fun = self.fun.bind(py);
+        let (tree, leaves, key) = call_signature(py, args, kwargs, self.shapeless)?;
         let hit = self.cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
         if let Some(entry) = hit {
-            let outs = entry.0.call(&leaves).py()?;
-            return unflatten(py, &entry.1, &mut outs.iter());
+            return Ok(Traced { entry, leaves, key, first: None });
         }
         let call = PyCall::new(py);
         let out_tree: RefCell<Option<Tree>> = RefCell::new(None);
@@ -748,9 +789,60 @@ impl CompiledFunction {
         };
         let (compiled, outs) = call.finish(r)?;
         let t = out_tree.borrow_mut().take().ok_or_else(|| PyValueError::new_err("the function was not called"))?;
-        let result = unflatten(py, &t, &mut outs.iter())?;
-        self.cache.lock().unwrap_or_else(|e| e.into_inner()).insert(key, Arc::new((compiled, t)));
-        Ok(result)
+        let first = unflatten(py, &t, &mut outs.iter())?;
+        let entry = Arc::new((compiled, t));
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), entry.clone());
+        Ok(Traced { entry, leaves, key, first: Some(first) })
+    }
+}
+
+/// A call's arguments as one tree `(args, kwargs)`, its arrays and its
+/// signature (`signature`).
+fn call_signature<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, kwargs: Option<&Bound<'py, PyDict>>, shapeless: bool) -> PyResult<(Tree, Vec<Array>, String)> {
+    let all = PyTuple::new(py, [args.clone().into_any(), kwargs.map_or_else(|| PyDict::new(py).into_any(), |k| k.clone().into_any())])?;
+    let mut leaves = Vec::new();
+    let tree = flatten(all.as_any(), &mut leaves)?;
+    let mut key = String::new();
+    signature(py, &tree, &mut leaves.iter(), shapeless, &mut key)?;
+    Ok((tree, leaves, key))
+}
+
+/// What `CompiledFunction.capture` returns: a compiled function's trace
+/// recorded as a CUDA graph (`weft::transforms::Captured`). Calls from any
+/// thread; they are enqueued one at a time and run in that order.
+#[pyclass(module = "weft.core", frozen)]
+struct CapturedFunction {
+    graph: transforms::Captured,
+    /// The signature of the arguments it was captured for.
+    key: String,
+    shapeless: bool,
+    /// The trace and its output tree (rebuilds the outputs' structure).
+    entry: Arc<(transforms::Compiled, Tree)>,
+}
+
+#[pymethods]
+impl CapturedFunction {
+    /// The function's outputs for arguments like the captured ones: one
+    /// graph launch (inputs copied into the graph's slots, outputs copied
+    /// out to new arrays).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyAny>> {
+        let (_, leaves, key) = call_signature(py, args, kwargs, self.shapeless)?;
+        if key != self.key {
+            return Err(PyValueError::new_err(format!(
+                "captured function: called with arguments {key}, but it was captured for {} (capture again for new arguments)",
+                self.key
+            )));
+        }
+        let graph = &self.graph;
+        let outs = py.detach(|| graph.call(&leaves)).py()?;
+        unflatten(py, &self.entry.1, &mut outs.iter())
+    }
+
+    /// How many device buffers the graph holds for its life.
+    #[getter]
+    fn buffers(&self) -> usize {
+        self.graph.buffers()
     }
 }
 
@@ -784,6 +876,7 @@ fn enable_compile() {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CompiledFunction>()?;
+    m.add_class::<CapturedFunction>()?;
     m.add_class::<GradFunction>()?;
     m.add_class::<VmapFunction>()?;
     m.add_class::<CheckpointFunction>()?;

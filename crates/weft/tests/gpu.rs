@@ -106,6 +106,42 @@ fn no_gpu_is_an_error_not_a_panic() {
     assert!(matches!(res, Err(Error::DeviceUnavailable(_))), "{res:?}");
 }
 
+/// One-element host arrays (scalars) reach the GPU by memsets of 1, 2, 4 or
+/// 8 bytes (`backend/cuda/memory.rs`, `set_element`); every dtype's bytes,
+/// in order, next to a two-element array, which is copied.
+#[test]
+#[ignore = "needs a CUDA GPU: run scripts/gpu-check"]
+fn scalars_of_every_size_reach_the_gpu_exactly() {
+    let _g = serial();
+    let g = gpu();
+    fn check<T: weft::buffer::CpuElement + PartialEq + std::fmt::Debug + Copy>(g: Stream, v: T, w: T) {
+        let s = Array::scalar(v);
+        let pair = Array::from_vec(vec![w, v], &[2]).unwrap();
+        let (got, got_pair) = weft::with_stream(g, || {
+            let z = ops::zeros(&[3], s.dtype())?;
+            let zp = ops::zeros(&[2], s.dtype())?;
+            Ok::<_, weft::Error>((ops::add(&z, &s)?, ops::add(&zp, &pair)?))
+        })
+        .unwrap();
+        assert_eq!(got.to_vec::<T>().unwrap(), vec![v; 3], "{:?}", s.dtype());
+        assert_eq!(got_pair.to_vec::<T>().unwrap(), vec![w, v], "{:?}", s.dtype());
+    }
+    check(g, 0xa5u8, 3);
+    check(g, -91i8, 3);
+    check(g, 0xabcdu16, 3);
+    check(g, -12345i16, 3);
+    check(g, weft::half::f16::from_f32(-1.2345), weft::half::f16::from_f32(2.5));
+    check(g, weft::half::bf16::from_f32(3.1415), weft::half::bf16::from_f32(-0.5));
+    check(g, 0x89ab_cdefu32, 3);
+    check(g, -123_456_789i32, 3);
+    check(g, 1.234_567_9f32, -2.0);
+    check(g, 0x0123_4567_89ab_cdefu64, 3);
+    check(g, -0x0123_4567_89ab_cdefi64, 3);
+    check(g, 1.234_567_890_123_456_7f64, -2.0);
+    let t = weft::with_stream(g, || ops::logical_and(&ops::full(&[3], true)?, &Array::scalar(true))).unwrap();
+    assert_eq!(t.to_vec::<bool>().unwrap(), vec![true; 3]);
+}
+
 const FLOATS: [Dtype; 4] = [Dtype::F32, Dtype::F64, Dtype::F16, Dtype::BF16];
 const INTS: [Dtype; 4] = [Dtype::I32, Dtype::I64, Dtype::U32, Dtype::U8];
 

@@ -411,12 +411,48 @@ fn upload(c: &CpuBuffer, stream: &Arc<StreamHandle>) -> Result<CudaBuffer> {
         CpuData::F64(v) => v.as_ptr() as *const u8,
         CpuData::C64(v) => v.as_ptr() as *const u8,
     };
+    if c.data.len() == 1 {
+        // SAFETY: `src` points at the host buffer's one element, `bytes`
+        // (1 to 8) bytes, alive for this call.
+        let one = unsafe { std::slice::from_raw_parts(src, bytes) };
+        set_element(b.ptr, one, stream)?;
+        return Ok(b);
+    }
     // SAFETY: `src` points at `bytes` bytes of the host buffer. From pageable
     // memory the driver stages the bytes before returning, so the host buffer
     // may go away afterwards; `b.ptr` has room for `bytes`.
     unsafe { sys::cuMemcpyHtoDAsync_v2(b.ptr, src as *const _, bytes, stream.raw).result() }
         .map_err(|e| driver_err("copying to the device", e))?;
     Ok(b)
+}
+
+/// Writes one element's bytes (`one`, 1, 2, 4 or 8 bytes) at `dst` with
+/// memsets, in stream order. A scalar (a Python float next to an array, an
+/// epsilon) is uploaded this way because a copy from pageable host memory
+/// may first synchronize with the stream (CUDA's "API synchronization
+/// behavior"), which would make each scalar wait for all earlier work on
+/// the stream; a memset never waits and needs no staging.
+fn set_element(dst: sys::CUdeviceptr, one: &[u8], stream: &Arc<StreamHandle>) -> Result<()> {
+    let err = |e| driver_err("setting a scalar on the device", e);
+    // SAFETY (every arm): `dst` is a live device allocation of this stream's
+    // context with room for `one.len()` bytes, aligned to the element size
+    // (pool buffers are at least 256-byte aligned); memsets run in order on
+    // `stream.raw` and read no host memory after they return.
+    match *one {
+        [v] => unsafe { sys::cuMemsetD8Async(dst, v, 1, stream.raw).result() }.map_err(err),
+        [a, b] => unsafe { sys::cuMemsetD16Async(dst, u16::from_ne_bytes([a, b]), 1, stream.raw).result() }.map_err(err),
+        [a, b, c, d] => unsafe { sys::cuMemsetD32Async(dst, u32::from_ne_bytes([a, b, c, d]), 1, stream.raw).result() }.map_err(err),
+        [a, b, c, d, e, f, g, h] => {
+            unsafe { sys::cuMemsetD32Async(dst, u32::from_ne_bytes([a, b, c, d]), 1, stream.raw).result() }.map_err(err)?;
+            unsafe { sys::cuMemsetD32Async(dst + 4, u32::from_ne_bytes([e, f, g, h]), 1, stream.raw).result() }.map_err(err)
+        }
+        _ => {
+            // No dtype has another size; copy as any other buffer would.
+            // SAFETY: `one` is alive for the call; the driver stages pageable bytes before returning.
+            unsafe { sys::cuMemcpyHtoDAsync_v2(dst, one.as_ptr() as *const _, one.len(), stream.raw).result() }
+                .map_err(|e| driver_err("copying to the device", e))
+        }
+    }
 }
 
 /// `data` with its elements on the host: a CPU buffer as is; a GPU buffer
