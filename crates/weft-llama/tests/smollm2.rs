@@ -196,6 +196,60 @@ fn quantized_weights_stay_quantized_and_agree_with_float32() {
     }
 }
 
+/// A K-quant file, as llama.cpp's `Q4_K_M` would make of this model: the
+/// `ffn_down` projections (rows of 1536, whole 256-element super-blocks;
+/// SmolLM2's other rows of 576 are not, and keep their types) re-encoded
+/// as `Q4_K` and `Q6_K` in turn by `quantize_blocks`. The `Q4_K` weights are
+/// kept quantized (affine codes, float32 scales), `Q6_K` expanded, and the
+/// model agrees with the same file expanded to float32.
+#[test]
+fn k_quant_file_loads_quantized_and_agrees_with_float32() {
+    use weft::io::gguf::{quantize_blocks, save_gguf_blocks, Blocks, GgmlType};
+    let src = Gguf::open(model_path()).unwrap();
+    let blocks = src
+        .tensors()
+        .iter()
+        .map(|t| {
+            let layer = t.name.strip_prefix("blk.").and_then(|r| r.split('.').next()).and_then(|i| i.parse::<usize>().ok());
+            match layer {
+                Some(i) if t.name.ends_with("ffn_down.weight") => {
+                    let ty = if i % 2 == 0 { GgmlType::Q4_K } else { GgmlType::Q6_K };
+                    let x = src.tensor(&t.name, weft::Dtype::F32)?.to_vec::<f32>()?;
+                    Ok(Blocks { name: t.name.clone(), ty: ty.to_u32(), shape: t.shape(), bytes: quantize_blocks(ty, &x)? })
+                }
+                _ => Ok(Blocks { name: t.name.clone(), ty: t.ty.to_u32(), shape: t.shape(), bytes: src.tensor_bytes(&t.name)?.to_vec() }),
+            }
+        })
+        .collect::<weft::Result<Vec<_>>>()
+        .unwrap();
+    let file = Gguf::parse(save_gguf_blocks(&blocks, src.metadata()).unwrap(), "smollm2-k-quants").unwrap();
+    assert_eq!(file.tensor_info("blk.0.ffn_down.weight").unwrap().ty, GgmlType::Q4_K);
+    assert_eq!(file.tensor_info("blk.1.ffn_down.weight").unwrap().ty, GgmlType::Q6_K);
+    let q4k = file.quantized("blk.0.ffn_down.weight").unwrap().expect("Q4_K stays quantized");
+    assert_eq!((q4k.bits, q4k.scales.dtype()), (4, weft::Dtype::F32));
+    let quantized = Llama::from_gguf(&file).unwrap();
+    assert!(quantized.is_quantized());
+    let dense = Llama::from_gguf_float32(&file).unwrap();
+    let l = loaded();
+    let ids = l.tok.encode("Streams and arrays that work from any thread").unwrap();
+    let (mut cq, mut cd, mut co) = (quantized.new_cache(), dense.new_cache(), l.model.new_cache());
+    let mut next = ids.clone();
+    for step in 0..3 {
+        let q = quantized.forward(&next, &mut cq).unwrap().to_vec::<f32>().unwrap();
+        let d = dense.forward(&next, &mut cd).unwrap().to_vec::<f32>().unwrap();
+        let o = l.model.forward(&next, &mut co).unwrap().to_vec::<f32>().unwrap();
+        let worst = q.iter().zip(&d).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(worst < 2e-3, "step {step}: quantized and float32 logits of the K-quant file differ by {worst}");
+        // Re-encoding changed the weights a little, not the model.
+        let moved = q.iter().zip(&o).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(moved > 0.0 && moved < 3.0, "step {step}: K-quant logits moved by {moved} from the Q4_1 file's");
+        eprintln!("step {step}: quantized against float32 {worst:.2e}; against the Q4_1 file {moved:.3}");
+        let t = Sampler::greedy().sample_slice(&d).unwrap();
+        assert_eq!(Sampler::greedy().sample_slice(&q).unwrap(), t, "step {step}: greedy token");
+        next = vec![t];
+    }
+}
+
 /// `Llama::static_step` (the step `GraphDecoder` records as a CUDA graph,
 /// with the position and the cache as arrays) replayed through
 /// `Compiled` on the CPU gives `forward`'s logits, step after step, and the

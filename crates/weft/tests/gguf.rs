@@ -390,3 +390,42 @@ fn k_quants_decode_as_gguf_py_does() {
         }
     }
 }
+
+/// `quantize_blocks` then `save_gguf_blocks`, read back and decoded: every
+/// value within its format's step of the original (a broken packing lands
+/// far off), and the tensor keeps its type and shape.
+#[test]
+fn k_quants_written_by_weft_read_back_within_their_step() {
+    use weft::io::gguf::{quantize_blocks, save_gguf_blocks, Blocks};
+    let (rows, cols) = (4usize, 512usize);
+    let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919 % 1000) as f32 / 1000.0 - 0.3) * (1.0 + (i / 256) as f32)).collect();
+    let mut blocks = Vec::new();
+    for ty in [GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K] {
+        let bytes = quantize_blocks(ty, &x).unwrap();
+        blocks.push(Blocks { name: ty.name(), ty: ty.to_u32(), shape: vec![rows, cols], bytes });
+    }
+    let f = Gguf::parse(save_gguf_blocks(&blocks, &[("general.name".into(), Value::String("k".into()))]).unwrap(), "k").unwrap();
+    for (ty, groups) in [(GgmlType::Q8_0, 32), (GgmlType::Q4_K, 32), (GgmlType::Q6_K, 16)] {
+        assert_eq!(f.tensor_info(&ty.name()).unwrap().ty, ty);
+        let got = f.tensor(&ty.name(), Dtype::F32).unwrap();
+        assert_eq!(got.shape(), &[rows, cols]);
+        let got = got.to_vec::<f32>().unwrap();
+        for (g, (want, back)) in x.chunks(groups).zip(got.chunks(groups)).enumerate() {
+            let (lo, hi) = want.iter().fold((0f32, 0f32), |(l, h), &v| (l.min(v), h.max(v)));
+            // One code step of the group (plus the rounding of its 6- or 8-bit scale).
+            let step = match ty {
+                GgmlType::Q4_K => (hi - lo) / 15.0,
+                GgmlType::Q6_K => lo.abs().max(hi) / 31.0,
+                _ => lo.abs().max(hi) / 127.0,
+            };
+            for (a, b) in want.iter().zip(back) {
+                assert!((a - b).abs() <= step * 0.75 + 1e-6, "{}: group {g}: {a} came back as {b} (step {step})", ty.name());
+            }
+        }
+    }
+    assert!(quantize_blocks(GgmlType::Q4_K, &x[..100]).is_err(), "not whole super-blocks");
+    assert!(quantize_blocks(GgmlType::Q4_K, &[f32::NAN; 256]).is_err(), "a NaN");
+    assert!(quantize_blocks(GgmlType::Q4_1, &x).is_err(), "a type weft does not encode");
+    let bad = Blocks { name: "bad".into(), ty: GgmlType::Q4_K.to_u32(), shape: vec![2, 256], bytes: vec![0; 100] };
+    assert!(save_gguf_blocks(&[bad], &[]).is_err(), "bytes that do not fit the shape");
+}

@@ -23,8 +23,8 @@
 mod quant;
 mod write;
 
-pub use quant::GgmlType;
-pub use write::{save_gguf, save_gguf_bytes};
+pub use quant::{quantize_blocks, GgmlType};
+pub use write::{save_gguf, save_gguf_blocks, save_gguf_bytes, Blocks};
 
 use crate::buffer::CpuBuffer;
 use crate::ops::QuantizedMatrix;

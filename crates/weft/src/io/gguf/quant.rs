@@ -253,6 +253,110 @@ fn dequantize_run(ty: GgmlType, bytes: &[u8], out: &mut [f32]) {
     }
 }
 
+/// Encodes `x` (whole blocks: a multiple of the type's block size) as
+/// blocks of `ty`: `Q8_0`, `Q4_K` or `Q6_K` (with `Q4_K`, the pair
+/// llama.cpp's `Q4_K_M` files use). A plain round-to-nearest encoder: per
+/// group the scale that spans its values (`Q4_K`: its range, with the min as
+/// an offset; `Q6_K` and `Q8_0`: its largest magnitude), the 6- or 8-bit
+/// scales of a super-block relative to their largest; not llama.cpp's
+/// error-minimizing search, so its files are a little less accurate than
+/// llama.cpp's, but every decoder reads them the same. For writing test and
+/// benchmark models (`save_gguf_blocks`). Errors on other types, a length
+/// that is not whole blocks, or a value that is not finite.
+pub fn quantize_blocks(ty: GgmlType, x: &[f32]) -> crate::Result<Vec<u8>> {
+    let (block, block_bytes) = match ty {
+        GgmlType::Q8_0 => (32, 34),
+        GgmlType::Q4_K => (256, 144),
+        GgmlType::Q6_K => (256, 210),
+        _ => return Err(crate::Error::Dtype(format!("quantize_blocks: weft encodes Q8_0, Q4_K and Q6_K, not {}", ty.name()))),
+    };
+    if x.len() % block != 0 {
+        return Err(crate::Error::Shape(format!("quantize_blocks: {} values are not whole blocks of {block}", x.len())));
+    }
+    if let Some(bad) = x.iter().find(|v| !v.is_finite()) {
+        return Err(crate::Error::InvalidArgument(format!("quantize_blocks: the values hold {bad}")));
+    }
+    let mut out = vec![0u8; x.len() / block * block_bytes];
+    crate::scheduler::in_pool(|| {
+        out.par_chunks_mut(block_bytes).zip(x.par_chunks(block)).for_each(|(b, x)| match ty {
+            GgmlType::Q8_0 => encode_q8_0(x, b),
+            GgmlType::Q4_K => encode_q4_k(x, b),
+            _ => encode_q6_k(x, b),
+        })
+    });
+    Ok(out)
+}
+
+/// `v / d` rounded and clamped to `lo..=hi` (0 when `d` is 0).
+fn code(v: f32, d: f32, lo: i32, hi: i32) -> i32 {
+    if d == 0.0 {
+        return 0.clamp(lo, hi);
+    }
+    ((v / d).round() as i32).clamp(lo, hi)
+}
+
+fn encode_q8_0(x: &[f32], b: &mut [u8]) {
+    let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let d = f16::from_f32(amax / 127.0);
+    b[0..2].copy_from_slice(&d.to_le_bytes());
+    for (o, &v) in b[2..34].iter_mut().zip(x) {
+        *o = code(v, d.to_f32(), -127, 127) as i8 as u8;
+    }
+}
+
+fn encode_q4_k(x: &[f32], b: &mut [u8]) {
+    // Per 32: x ~ scale * q - min, q in 0..16, with min >= 0 (the range includes 0).
+    let mut scale = [0f32; 8];
+    let mut min = [0f32; 8];
+    for (j, g) in x.chunks_exact(32).enumerate() {
+        let lo = g.iter().fold(0f32, |m, &v| m.min(v));
+        let hi = g.iter().fold(f32::MIN, |m, &v| m.max(v));
+        scale[j] = (hi - lo) / 15.0;
+        min[j] = -lo;
+    }
+    let d = f16::from_f32(scale.iter().fold(0f32, |m, &v| m.max(v)) / 63.0);
+    let dmin = f16::from_f32(min.iter().fold(0f32, |m, &v| m.max(v)) / 63.0);
+    let sc: [u8; 8] = std::array::from_fn(|j| code(scale[j], d.to_f32(), 0, 63) as u8);
+    let mn: [u8; 8] = std::array::from_fn(|j| code(min[j], dmin.to_f32(), 0, 63) as u8);
+    b[0..2].copy_from_slice(&d.to_le_bytes());
+    b[2..4].copy_from_slice(&dmin.to_le_bytes());
+    // The packing `scale_min` reads.
+    let s = &mut b[4..16];
+    for j in 0..4 {
+        s[j] = sc[j] | ((sc[j + 4] >> 4) << 6);
+        s[j + 4] = mn[j] | ((mn[j + 4] >> 4) << 6);
+        s[j + 8] = (sc[j + 4] & 0x0f) | ((mn[j + 4] & 0x0f) << 4);
+    }
+    for j in 0..8 {
+        let (step, off) = (d.to_f32() * sc[j] as f32, dmin.to_f32() * mn[j] as f32);
+        for l in 0..32 {
+            let q = code(x[32 * j + l] + off, step, 0, 15) as u8;
+            let at = 16 + (j / 2) * 32 + l;
+            b[at] |= if j % 2 == 0 { q } else { q << 4 };
+        }
+    }
+}
+
+fn encode_q6_k(x: &[f32], b: &mut [u8]) {
+    // Per 16: x ~ d * sc * (q - 32), q in 0..64, sc a signed byte.
+    let scale: [f32; 16] = std::array::from_fn(|j| x[16 * j..16 * j + 16].iter().fold(0f32, |m, v| m.max(v.abs())) / 31.0);
+    let d = f16::from_f32(scale.iter().fold(0f32, |m, &v| m.max(v)) / 127.0);
+    let sc: [i8; 16] = std::array::from_fn(|j| code(scale[j], d.to_f32(), 0, 127) as i8);
+    b[208..210].copy_from_slice(&d.to_le_bytes());
+    for (j, &s) in sc.iter().enumerate() {
+        b[192 + j] = s as u8;
+    }
+    for (e, &v) in x.iter().enumerate() {
+        let q = (code(v, d.to_f32() * sc[e / 16] as f32, -32, 31) + 32) as u8;
+        // Element `half * 128 + l + 32 k` (the layout `dequantize_run` reads).
+        let (half, r) = (e / 128, e % 128);
+        let (k, l) = (r / 32, r % 32);
+        let ql = half * 64 + l + 32 * (k % 2);
+        b[ql] |= if k < 2 { q & 0x0f } else { (q & 0x0f) << 4 };
+        b[128 + half * 32 + l] |= (q >> 4) << (2 * k);
+    }
+}
+
 /// Sub-block `j`'s (0..8) 6-bit scale and min in a `Q4_K`/`Q5_K` super-block's
 /// 12 scale bytes: for `j < 4` the low 6 bits of bytes `j` (scale) and
 /// `j + 4` (min); for `j >= 4` the nibbles of byte `j + 4` (low: scale, high:

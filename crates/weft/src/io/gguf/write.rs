@@ -1,6 +1,8 @@
 //! Writing GGUF files (version 3): arrays as tensors of their own type
-//! (float32, float16, bfloat16, float64, int8 .. int64) and metadata
-//! key/values, laid out as `mod.rs` describes and `Gguf::parse` reads.
+//! (float32, float16, bfloat16, float64, int8 .. int64), or tensors given as
+//! their blocks (`Blocks`: any type whose layout weft knows, the quantized
+//! ones included), and metadata key/values, laid out as `mod.rs` describes
+//! and `Gguf::parse` reads.
 
 use super::{Value, DEFAULT_ALIGNMENT};
 use crate::{Array, Dtype, Error, Result};
@@ -79,7 +81,27 @@ pub fn save_gguf_bytes<'a>(
     tensors: impl IntoIterator<Item = (&'a str, &'a Array)>,
     metadata: &[(String, Value)],
 ) -> Result<Vec<u8>> {
-    let tensors: Vec<(&str, &Array)> = tensors.into_iter().collect();
+    let blocks = tensors
+        .into_iter()
+        .map(|(name, a)| Ok(Blocks { name: name.to_string(), ty: ggml_type(a.dtype())?, shape: a.shape().to_vec(), bytes: crate::io::le_bytes(a)? }))
+        .collect::<Result<Vec<_>>>()?;
+    save_gguf_blocks(&blocks, metadata)
+}
+
+/// A tensor as the bytes GGUF stores for it: `bytes` are whole blocks of
+/// GGML type `ty` (a float type, or a block-quantized one such as `Q4_K`
+/// from [`quantize_blocks`](super::quantize_blocks)) for a row-major `shape`.
+pub struct Blocks {
+    pub name: String,
+    /// GGML's number for the type ([`GgmlType::to_u32`](super::GgmlType::to_u32)).
+    pub ty: u32,
+    pub shape: Vec<usize>,
+    pub bytes: Vec<u8>,
+}
+
+/// The bytes of a GGUF file holding `tensors` as given (each checked
+/// against its type's block size) and `metadata`.
+pub fn save_gguf_blocks(tensors: &[Blocks], metadata: &[(String, Value)]) -> Result<Vec<u8>> {
     let mut out = b"GGUF".to_vec();
     out.extend(3u32.to_le_bytes());
     out.extend((tensors.len() as u64).to_le_bytes());
@@ -89,25 +111,36 @@ pub fn save_gguf_bytes<'a>(
         out.extend(value_type(v).to_le_bytes());
         put_value(&mut out, v)?;
     }
-    let mut datas = Vec::with_capacity(tensors.len());
     let mut offset = 0u64;
-    for (name, a) in &tensors {
-        let ty = ggml_type(a.dtype())?;
-        put_str(&mut out, name);
-        out.extend((a.ndim() as u32).to_le_bytes());
-        for &d in a.shape().iter().rev() {
+    let mut offsets = Vec::with_capacity(tensors.len());
+    for t in tensors {
+        let ty = super::GgmlType::from_u32(t.ty);
+        let (block, block_bytes) =
+            ty.block().ok_or_else(|| Error::Dtype(format!("GGUF tensor {:?}: weft does not know the layout of {}", t.name, ty.name())))?;
+        let numel: usize = t.shape.iter().product();
+        if t.shape.last().is_some_and(|&c| c % block != 0) || numel / block * block_bytes != t.bytes.len() {
+            return Err(Error::Shape(format!(
+                "GGUF tensor {:?}: {} bytes of {} for shape {:?}",
+                t.name,
+                t.bytes.len(),
+                ty.name(),
+                t.shape
+            )));
+        }
+        put_str(&mut out, &t.name);
+        out.extend((t.shape.len() as u32).to_le_bytes());
+        for &d in t.shape.iter().rev() {
             out.extend((d as u64).to_le_bytes());
         }
-        out.extend(ty.to_le_bytes());
+        out.extend(t.ty.to_le_bytes());
         out.extend(offset.to_le_bytes());
-        let data = crate::io::le_bytes(a)?;
-        datas.push((offset, data));
-        offset = (offset + datas.last().map_or(0, |d| d.1.len()) as u64).next_multiple_of(DEFAULT_ALIGNMENT);
+        offsets.push(offset);
+        offset = (offset + t.bytes.len() as u64).next_multiple_of(DEFAULT_ALIGNMENT);
     }
     let data_start = (out.len() as u64).next_multiple_of(DEFAULT_ALIGNMENT);
-    for (off, data) in datas {
+    for (t, off) in tensors.iter().zip(offsets) {
         out.resize((data_start + off) as usize, 0);
-        out.extend(data);
+        out.extend(&t.bytes);
     }
     Ok(out)
 }
