@@ -434,7 +434,7 @@ fn upload(c: &CpuBuffer, stream: &Arc<StreamHandle>) -> Result<CudaBuffer> {
 /// the stream; a memset never waits and needs no staging.
 fn set_element(dst: sys::CUdeviceptr, one: &[u8], stream: &Arc<StreamHandle>) -> Result<()> {
     let err = |e| driver_err("setting a scalar on the device", e);
-    // SAFETY (every arm): `dst` is a live device allocation of this stream's
+    // SAFETY: (every arm) `dst` is a live device allocation of this stream's
     // context with room for `one.len()` bytes, aligned to the element size
     // (pool buffers are at least 256-byte aligned); memsets run in order on
     // `stream.raw` and read no host memory after they return.
