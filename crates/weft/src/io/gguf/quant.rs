@@ -28,8 +28,9 @@
 use half::{bf16, f16};
 use rayon::prelude::*;
 
-/// A GGML tensor type, as numbered in GGUF files.
+/// A GGML tensor type, as numbered in GGUF files (named as ggml names them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(non_camel_case_types)]
 pub enum GgmlType {
     F32,
     F16,
