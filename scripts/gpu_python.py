@@ -21,6 +21,24 @@ from benchlib import median, report
 N = 10_000
 
 
+def chain(y, c):
+    """The eager chain: alternately `y * c` and `y + c`, N ops."""
+    for i in range(N):
+        y = y * c if i % 2 == 0 else y + c
+    return y
+
+
+def time_chain(x, c, finish):
+    """Microseconds per op of building the chain from `x` with operand `c`
+    and `finish(y)` (evaluate and synchronize): median of 7 after 2 warm-ups."""
+    runs = []
+    for _ in range(7):
+        t = time.perf_counter()
+        finish(chain(x, c))
+        runs.append(time.perf_counter() - t)
+    return median(runs[2:]) / N * 1e6
+
+
 def weft_rows():
     import weft.core as mx
 
@@ -34,9 +52,7 @@ def weft_rows():
     build, run = [], []
     for _ in range(7):
         t = time.perf_counter()
-        y = x
-        for i in range(N):
-            y = y * c if i % 2 == 0 else y + c
+        y = chain(x, c)
         build.append(time.perf_counter() - t)
         t = time.perf_counter()
         mx.eval(y)
@@ -45,16 +61,13 @@ def weft_rows():
     report("chain_build", "weft", value=median(build[2:]) / N * 1e6, unit="us/op")
     report("chain_eval_sync", "weft", value=median(run[2:]) / N * 1e6, unit="us/op")
     report("chain_total", "weft", value=(median(build[2:]) + median(run[2:])) / N * 1e6, unit="us/op")
-    total = []
-    for _ in range(7):
-        t = time.perf_counter()
-        y = x
-        for i in range(N):
-            y = y * 1.0001 if i % 2 == 0 else y + 1.0001  # a Python float: a new scalar array per op
+
+    def finish(y):
         mx.eval(y)
         mx.synchronize()
-        total.append(time.perf_counter() - t)
-    report("chain_total_python_scalars", "weft", value=median(total[2:]) / N * 1e6, unit="us/op")
+
+    # A Python float: a new scalar array per op.
+    report("chain_total_python_scalars", "weft", value=time_chain(x, 1.0001, finish), unit="us/op")
 
     def kernels(v):
         for _ in range(N // 2):
@@ -99,26 +112,13 @@ def torch_rows():
         return
     x = torch.tensor([1.0, 2.0, 3.0, 4.0], device="cuda")
     c = torch.tensor(1.0001, device="cuda")
-    runs = []
-    for _ in range(7):
+
+    def finish(y):
         torch.cuda.synchronize()
-        t = time.perf_counter()
-        y = x
-        for i in range(N):
-            y = y * c if i % 2 == 0 else y + c
-        torch.cuda.synchronize()
-        runs.append(time.perf_counter() - t)
-    report("chain_total", "torch", value=median(runs[2:]) / N * 1e6, unit="us/op")
-    runs = []
-    for _ in range(7):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        y = x
-        for i in range(N):
-            y = y * 1.0001 if i % 2 == 0 else y + 1.0001
-        torch.cuda.synchronize()
-        runs.append(time.perf_counter() - t)
-    report("chain_total_python_scalars", "torch", value=median(runs[2:]) / N * 1e6, unit="us/op")
+
+    torch.cuda.synchronize()
+    report("chain_total", "torch", value=time_chain(x, c, finish), unit="us/op")
+    report("chain_total_python_scalars", "torch", value=time_chain(x, 1.0001, finish), unit="us/op")
 
     def kernels(v):
         for _ in range(N // 2):

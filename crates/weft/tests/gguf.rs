@@ -428,4 +428,10 @@ fn k_quants_written_by_weft_read_back_within_their_step() {
     assert!(quantize_blocks(GgmlType::Q4_1, &x).is_err(), "a type weft does not encode");
     let bad = Blocks { name: "bad".into(), ty: GgmlType::Q4_K.to_u32(), shape: vec![2, 256], bytes: vec![0; 100] };
     assert!(save_gguf_blocks(&[bad], &[]).is_err(), "bytes that do not fit the shape");
+    // A shape whose element count overflows is refused, not wrapped (nor a panic).
+    let huge = Blocks { name: "huge".into(), ty: GgmlType::Q4_K.to_u32(), shape: vec![1 << 40, 1 << 40, 256], bytes: vec![0; 144] };
+    match save_gguf_blocks(&[huge], &[]) {
+        Err(weft::Error::Shape(m)) => assert!(m.contains("more elements"), "{m}"),
+        other => panic!("an overflowing shape gave {other:?}"),
+    }
 }

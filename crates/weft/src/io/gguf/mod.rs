@@ -488,22 +488,13 @@ impl Gguf {
         if shape.len() != 2 {
             return Ok(None);
         }
-        let (rows, groups) = (shape[0], shape[1] / 32);
-        let parts = match t.ty {
-            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q8_0 => quant::to_affine(t.ty, self.tensor_bytes(name)?).map(|a| {
-                let w = Array::from_vec(a.codes, &[rows, shape[1] * a.bits as usize / 32]);
-                (w, Array::from_vec(a.scales, &[rows, groups]), Array::from_vec(a.biases, &[rows, groups]), a.bits)
-            }),
-            GgmlType::Q4_K | GgmlType::Q5_K => quant::k_to_affine(t.ty, self.tensor_bytes(name)?).map(|a| {
-                let w = Array::from_vec(a.codes, &[rows, shape[1] * a.bits as usize / 32]);
-                (w, Array::from_vec(a.scales, &[rows, groups]), Array::from_vec(a.biases, &[rows, groups]), a.bits)
-            }),
+        let (rows, cols) = (shape[0], shape[1]);
+        match t.ty {
+            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q8_0 => quant::to_affine(t.ty, self.tensor_bytes(name)?).map(|a| a.matrix(rows, cols)),
+            GgmlType::Q4_K | GgmlType::Q5_K => quant::k_to_affine(t.ty, self.tensor_bytes(name)?).map(|a| a.matrix(rows, cols)),
             _ => None,
-        };
-        let Some((w, scales, biases, bits)) = parts else {
-            return Ok(None);
-        };
-        QuantizedMatrix::new(w?, scales?, biases?, 32, bits).map(Some)
+        }
+        .transpose()
     }
 
     /// The tensor `name` dequantized to `dtype` (`F32`, `F16` or `BF16`),
@@ -531,5 +522,16 @@ impl Gguf {
             d => return Err(Error::Dtype(format!("GGUF tensors dequantize to float32, float16 or bfloat16, not {d}"))),
         };
         Ok(Array::from_data(crate::buffer::Data::cpu(buffer, &shape), dtype))
+    }
+}
+
+impl<S: crate::buffer::CpuElement> quant::Affine<S> {
+    /// The repacked `rows x cols` matrix as weft's affine quantized matrix
+    /// (group size 32).
+    fn matrix(self, rows: usize, cols: usize) -> Result<QuantizedMatrix> {
+        let words = Array::from_vec(self.codes, &[rows, cols * self.bits as usize / 32])?;
+        let scales = Array::from_vec(self.scales, &[rows, cols / 32])?;
+        let biases = Array::from_vec(self.biases, &[rows, cols / 32])?;
+        QuantizedMatrix::new(words, scales, biases, 32, self.bits)
     }
 }

@@ -213,27 +213,20 @@ fn dequantize_run(ty: GgmlType, bytes: &[u8], out: &mut [f32]) {
             }
         }
         GgmlType::Q4_K | GgmlType::Q5_K => {
-            let block_bytes = if ty == GgmlType::Q4_K { 144 } else { 176 };
+            let (_, block_bytes) = ty.block().expect("a K-quant");
             for (o, b) in out.chunks_exact_mut(256).zip(bytes.chunks_exact(block_bytes)) {
-                let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
-                let scales: &[u8; 12] = b[4..16].try_into().expect("12 bytes");
-                let (qh, qs) = if ty == GgmlType::Q5_K { (&b[16..48], &b[48..176]) } else { (&b[0..0], &b[16..144]) };
+                let k = KBlock::new(ty, b);
                 for (i, o) in o.chunks_exact_mut(32).enumerate() {
-                    let (sc, mn) = scale_min(scales, i);
-                    let (scale, min) = (d * sc as f32, dmin * mn as f32);
-                    let bytes = &qs[(i / 2) * 32..(i / 2) * 32 + 32];
+                    let (scale, min) = k.group(i);
                     for (l, o) in o.iter_mut().enumerate() {
-                        let mut q = if i % 2 == 0 { bytes[l] & 0x0f } else { bytes[l] >> 4 };
-                        if !qh.is_empty() {
-                            q |= ((qh[l] >> i) & 1) << 4;
-                        }
-                        *o = scale * q as f32 - min;
+                        *o = scale * k.code(i, l) as f32 - min;
                     }
                 }
             }
         }
         GgmlType::Q6_K => {
-            for (o, b) in out.chunks_exact_mut(256).zip(bytes.chunks_exact(210)) {
+            let (_, block_bytes) = ty.block().expect("a K-quant");
+            for (o, b) in out.chunks_exact_mut(256).zip(bytes.chunks_exact(block_bytes)) {
                 let d = f16_at(b, 208);
                 for (half, o) in o.chunks_exact_mut(128).enumerate() {
                     let ql = &b[half * 64..half * 64 + 64];
@@ -266,9 +259,7 @@ fn dequantize_run(ty: GgmlType, bytes: &[u8], out: &mut [f32]) {
 /// that is not whole blocks, or a value that is not finite.
 pub fn quantize_blocks(ty: GgmlType, x: &[f32]) -> crate::Result<Vec<u8>> {
     let (block, block_bytes) = match ty {
-        GgmlType::Q8_0 => (32, 34),
-        GgmlType::Q4_K => (256, 144),
-        GgmlType::Q6_K => (256, 210),
+        GgmlType::Q8_0 | GgmlType::Q4_K | GgmlType::Q6_K => ty.block().expect("a block format"),
         _ => return Err(crate::Error::Dtype(format!("quantize_blocks: weft encodes Q8_0, Q4_K and Q6_K, not {}", ty.name()))),
     };
     if x.len() % block != 0 {
@@ -370,6 +361,39 @@ fn scale_min(s: &[u8; 12], j: usize) -> (u8, u8) {
     }
 }
 
+/// One `Q4_K`/`Q5_K` super-block, read in place (the layout in the module
+/// docs): what the decoder and the affine repacking both read.
+struct KBlock<'a> {
+    d: f32,
+    dmin: f32,
+    scales: &'a [u8; 12],
+    /// `Q5_K`'s fifth bits (32 bytes); empty for `Q4_K`.
+    qh: &'a [u8],
+    /// The 128 bytes of 4-bit codes.
+    qs: &'a [u8],
+}
+
+impl<'a> KBlock<'a> {
+    /// `b` is one whole super-block of `ty` (`Q4_K` or `Q5_K`).
+    fn new(ty: GgmlType, b: &'a [u8]) -> KBlock<'a> {
+        let (qh, qs) = if ty == GgmlType::Q5_K { (&b[16..48], &b[48..176]) } else { (&b[0..0], &b[16..144]) };
+        KBlock { d: f16_at(b, 0), dmin: f16_at(b, 2), scales: b[4..16].try_into().expect("12 bytes"), qh, qs }
+    }
+
+    /// Group `i`'s (0..8) step `d sc` and offset `dmin mn`: `x = step q - offset`.
+    fn group(&self, i: usize) -> (f32, f32) {
+        let (sc, mn) = scale_min(self.scales, i);
+        (self.d * sc as f32, self.dmin * mn as f32)
+    }
+
+    /// The code of element `l` (0..32) of group `i`.
+    fn code(&self, i: usize, l: usize) -> u8 {
+        let byte = self.qs[(i / 2) * 32 + l];
+        let low = if i % 2 == 0 { byte & 0x0f } else { byte >> 4 };
+        if self.qh.is_empty() { low } else { low | (((self.qh[l] >> i) & 1) << 4) }
+    }
+}
+
 /// A block-quantized tensor repacked, losslessly, into MLX's affine layout
 /// (`ops::quantized`): per row, `cols * bits / 32` code words, and one
 /// scale and one bias per group of 32: float16 (`S = f16`, as the 32-element
@@ -388,11 +412,12 @@ pub(crate) struct Affine<S> {
 /// `Q5_K`'s 5-bit codes go into 8-bit ones. `None` for other types, or when
 /// a scale or bias is not finite.
 pub(crate) fn k_to_affine(ty: GgmlType, bytes: &[u8]) -> Option<Affine<f32>> {
-    let (bits, block_bytes) = match ty {
-        GgmlType::Q4_K => (4u32, 144),
-        GgmlType::Q5_K => (8u32, 176),
+    let bits = match ty {
+        GgmlType::Q4_K => 4u32,
+        GgmlType::Q5_K => 8u32,
         _ => return None,
     };
+    let (_, block_bytes) = ty.block().expect("a K-quant");
     let blocks = bytes.len() / block_bytes;
     let words = 8 * bits as usize; // per super-block: 8 groups of 32 codes of `bits` bits
     let mut codes = vec![0u32; blocks * words];
@@ -412,26 +437,18 @@ pub(crate) fn k_to_affine(ty: GgmlType, bytes: &[u8]) -> Option<Affine<f32>> {
                     .zip(biases.chunks_exact_mut(8))
                     .zip(bytes.chunks_exact(block_bytes))
                 {
-                    let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
-                    let sm: &[u8; 12] = b[4..16].try_into().expect("12 bytes");
-                    let (qh, qs) = if ty == GgmlType::Q5_K { (&b[16..48], &b[48..176]) } else { (&b[0..0], &b[16..144]) };
+                    let k = KBlock::new(ty, b);
                     for i in 0..8 {
-                        let (sc, mn) = scale_min(sm, i);
-                        s[i] = d * sc as f32;
-                        m[i] = -(dmin * mn as f32);
+                        let (step, offset) = k.group(i);
+                        (s[i], m[i]) = (step, -offset);
                         if !s[i].is_finite() || !m[i].is_finite() {
                             return false;
                         }
-                        let q = |l: usize| {
-                            let byte = qs[(i / 2) * 32 + l];
-                            let low = if i % 2 == 0 { byte & 0x0f } else { byte >> 4 };
-                            if qh.is_empty() { low } else { low | (((qh[l] >> i) & 1) << 4) }
-                        };
                         // Element l of the group sits at bits `bits * l` of the group's stream.
                         let group = &mut c[i * bits as usize..(i + 1) * bits as usize];
                         let per_word = 32 / bits as usize;
                         for (wi, w) in group.iter_mut().enumerate() {
-                            *w = (0..per_word).fold(0u32, |v, e| v | (q(wi * per_word + e) as u32) << (bits as usize * e));
+                            *w = (0..per_word).fold(0u32, |v, e| v | (k.code(i, wi * per_word + e) as u32) << (bits as usize * e));
                         }
                     }
                 }

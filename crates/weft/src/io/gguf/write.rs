@@ -117,8 +117,11 @@ pub fn save_gguf_blocks(tensors: &[Blocks], metadata: &[(String, Value)]) -> Res
         let ty = super::GgmlType::from_u32(t.ty);
         let (block, block_bytes) =
             ty.block().ok_or_else(|| Error::Dtype(format!("GGUF tensor {:?}: weft does not know the layout of {}", t.name, ty.name())))?;
-        let numel: usize = t.shape.iter().product();
-        if t.shape.last().is_some_and(|&c| c % block != 0) || numel / block * block_bytes != t.bytes.len() {
+        let bytes = t.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).and_then(|n| (n / block).checked_mul(block_bytes));
+        let Some(bytes) = bytes else {
+            return Err(Error::Shape(format!("GGUF tensor {:?}: shape {:?} holds more elements than memory can", t.name, t.shape)));
+        };
+        if t.shape.last().is_some_and(|&c| c % block != 0) || bytes != t.bytes.len() {
             return Err(Error::Shape(format!(
                 "GGUF tensor {:?}: {} bytes of {} for shape {:?}",
                 t.name,
