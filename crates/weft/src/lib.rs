@@ -46,6 +46,7 @@ pub use dtype::Dtype;
 pub use shape::Axes;
 pub use error::{catch_panic, Error, Result};
 pub use scheduler::{async_eval, eval, kernels_run, set_max_in_flight};
+pub use scheduler::warm::{warmers, Warmers};
 pub use stream::{
     current_stream, default_stream, set_default_stream, set_stream_pool_size, synchronize,
     synchronize_all, with_stream, Stream, StreamGuard,

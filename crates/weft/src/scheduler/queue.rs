@@ -56,6 +56,8 @@ fn schedule(q: Arc<Queue>) {
 /// pickers as entries, so every entry is served.
 fn pick() {
     let Some(q) = READY.pop_front() else { return };
+    // While a CPU stream runs, the pool's other workers stay awake (warm.rs).
+    let _active = q.cpu.then(super::warm::Active::enter);
     if catch_silently(|| q.clone().run()).is_err() {
         // The runner panicked outside a kernel (its task was completed by
         // `Finish`): the queue keeps its runner flag and gets a new turn.
@@ -106,12 +108,14 @@ pub(crate) struct Task {
 
 pub(crate) struct Queue {
     encoder: Box<dyn Encoder>,
+    /// The stream runs on the CPU (its kernels use the pool's threads).
+    cpu: bool,
     lane: Lane<Task>,
 }
 
 impl Queue {
     pub(crate) fn new(stream: Stream) -> Result<Queue> {
-        Ok(Queue { encoder: new_encoder(stream)?, lane: Lane::new() })
+        Ok(Queue { encoder: new_encoder(stream)?, cpu: stream.device().is_cpu(), lane: Lane::new() })
     }
 
     /// Appends `task`, marking its node ENQUEUED in the same critical section

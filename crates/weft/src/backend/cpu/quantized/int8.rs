@@ -112,11 +112,27 @@ fn quantize_block(x: &[f32], q: &mut [i8]) -> f32 {
         return f32::NAN;
     }
     let d = amax / 127.0;
+    if d == 0.0 {
+        q.iter_mut().for_each(|v| *v = 0);
+        return d;
+    }
     for (o, &v) in q.iter_mut().zip(x) {
-        // `as` saturates (and maps the NaN of 0 / 0 or inf / inf to 0).
-        *o = if d == 0.0 { 0 } else { (v / d).round().clamp(-127.0, 127.0) as i8 };
+        *o = round_away(v / d).clamp(-127, 127) as i8;
     }
     d
+}
+
+/// `y` rounded to the nearest integer, ties away from zero (`f32::round`),
+/// for `|y|` within `i32` (here `|v / d| <= 127` and a bit): the truncation
+/// is exact, and so is `y - t` (both have `y`'s sign and `|y - t| < 1`),
+/// so this is `round` without a libm call per element, and it vectorizes.
+/// A NaN (`inf / inf` in a block holding an infinity) gives 0, as the
+/// saturating `as` gave before; the adds saturate rather than wrap.
+#[inline(always)]
+fn round_away(y: f32) -> i32 {
+    let t = y as i32;
+    let f = y - t as f32;
+    t.saturating_add((f >= 0.5) as i32).saturating_sub((f <= -0.5) as i32)
 }
 
 /// `x` (rows of `k`) with every block replaced by `d * q`: the activations

@@ -144,12 +144,12 @@ fn levels() -> Vec<Level> {
 /// Shapes: every group size, block counts odd and even (an odd 4-bit
 /// count pairs the last block with padding), rows 1 to 9
 /// (each of the 8/4/2/1-row kernels, alone and after another), and enough
-/// weight rows (`n`) for several parallel tasks.
+/// weight rows (`n`) for several parallel tasks (whole and partial ones).
 fn shapes() -> Vec<(u32, usize, usize, usize, usize)> {
     let mut v = Vec::new();
     for bits in [4u32, 8] {
         for gs in [32usize, 64, 128] {
-            for (m, groups, n) in [(1, 1, 3), (1, 3, 40), (2, 5, 17), (3, 2, 5), (5, 7, 9), (8, 3, 33), (9, 9, 4)] {
+            for (m, groups, n) in [(1, 1, 3), (1, 3, 40), (1, 2, 19), (2, 5, 17), (3, 2, 5), (5, 7, 9), (8, 3, 33), (9, 9, 4)] {
                 v.push((bits, gs, m, gs * groups, n));
             }
         }

@@ -1,0 +1,205 @@
+//! Keeping the pool's idle workers awake while CPU streams run.
+//!
+//! A CPU decode step is ~150 parallel kernels (matrix-vector products split
+//! across the pool) separated by small serial ones (norms, rope, attention)
+//! that the runner executes alone. Between two parallel kernels the other
+//! workers run out of work and rayon puts them to sleep within a few
+//! microseconds; waking a sleeping thread (a futex, and on a virtual
+//! machine an idle vCPU) costs tens to hundreds of microseconds, about as
+//! long as the parallel kernel itself, so two cores decoded only 1.25-1.35x
+//! faster than one (docs/benchmarks.md).
+//!
+//! So while a CPU runner is active, up to `pool size - 1` *warmers* occupy
+//! the other workers: a warmer is a pool job that keeps taking rayon work
+//! (`rayon::yield_now`: a stolen half of a kernel, a picker, anything) and,
+//! when there is none, yields the core to the OS (`std::thread::yield_now`,
+//! which returns at once unless another thread wants that core). It leaves
+//! once no CPU runner has been active for `WEFT_SPIN_US` microseconds
+//! (default 1000: the gap between two evals of a decode loop).
+//!
+//! Invariants:
+//! - A warmer never blocks and holds no lock: it only runs pool jobs, each to
+//!   completion, so it cannot delay or deadlock any stream (docs/architecture.md
+//!   rule 6); it is a job like any other, so the pool never loses a thread.
+//! - At most `pool size - 1` warmers spin: a slot is claimed by
+//!   compare-and-swap on `WARMERS` before a warmer is spawned. A warmer
+//!   that picks up a runner (through `yield_now`) *lends* it its slot for
+//!   the run, so that another worker warms meanwhile; the slot comes back
+//!   when the runner ends, and if that makes one too many the warmer leaves
+//!   (`leave_if_surplus`). So `WARMERS` never exceeds the pool size.
+//! - A warmer never runs beneath a runner on its own thread's stack (a join
+//!   waiting for a kernel's other half may take any pool job, a warmer
+//!   too): it would hold that runner until the process went idle. It finds
+//!   `RUNNING > 0` and leaves at once.
+//! - No warmer outlives its need by more than the linger time: one exits when
+//!   `ACTIVE == 0` and the last runner left at least `linger` ago, so an idle
+//!   process burns no CPU. If a runner enters just as the last warmer leaves,
+//!   the leaving warmer sees `ACTIVE > 0` after giving up its slot and spawns
+//!   a successor, so an active runner is not left without one for long.
+//! - GPU streams' runners do not count: their kernels run on the device.
+//!
+//! `tests/warm.rs` checks the counts (`weft::warmers()`) and, with many
+//! threads, the results; every other test runs with warmers on.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+/// CPU runners executing tasks right now.
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+/// Warmers spawned and not yet gone.
+static WARMERS: AtomicUsize = AtomicUsize::new(0);
+/// When the last CPU runner left, in nanoseconds since `EPOCH`.
+static LAST_LEFT: AtomicU64 = AtomicU64::new(0);
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+/// How long warmers stay after the last CPU runner left (`WEFT_SPIN_US`);
+/// zero turns warmers off.
+fn linger() -> Duration {
+    static LINGER: LazyLock<Duration> = LazyLock::new(|| {
+        let us = std::env::var("WEFT_SPIN_US").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(1000);
+        Duration::from_micros(us)
+    });
+    *LINGER
+}
+
+fn now() -> u64 {
+    EPOCH.elapsed().as_nanos() as u64
+}
+
+thread_local! {
+    /// CPU runners live on this thread's stack (nested runs count each).
+    static RUNNING: Cell<u32> = const { Cell::new(0) };
+    /// Whether this thread's stack holds a warmer that gave up its slot to
+    /// a runner it is executing (see `Active::enter`).
+    static WARMING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Held by a CPU queue's runner while it executes tasks.
+pub(crate) struct Active {
+    /// The warmer beneath this runner on the thread's stack lent it its slot.
+    lent: bool,
+}
+
+impl Active {
+    pub(crate) fn enter() -> Active {
+        RUNNING.with(|r| r.set(r.get() + 1));
+        ACTIVE.fetch_add(1, Ordering::SeqCst);
+        // A warmer that picked up this runner is no longer keeping another
+        // core awake: it gives up its slot so that another worker warms.
+        let lent = WARMING.with(|w| w.replace(false));
+        if lent {
+            WARMERS.fetch_sub(1, Ordering::SeqCst);
+        }
+        spawn_warmers();
+        Active { lent }
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        LAST_LEFT.store(now(), Ordering::SeqCst);
+        ACTIVE.fetch_sub(1, Ordering::SeqCst);
+        RUNNING.with(|r| r.set(r.get() - 1));
+        if self.lent {
+            // Back to the warmer beneath, which leaves if warmers are now
+            // one too many.
+            let n = WARMERS.fetch_add(1, Ordering::SeqCst);
+            PEAK.fetch_max(n + 1, Ordering::SeqCst);
+            WARMING.with(|w| w.set(true));
+        }
+    }
+}
+
+fn max_warmers() -> usize {
+    if linger().is_zero() {
+        0
+    } else {
+        super::queue::pool().current_num_threads().saturating_sub(1)
+    }
+}
+
+/// Spawns warmers until every worker but one has one (or warmers are off).
+fn spawn_warmers() {
+    let max = max_warmers();
+    let mut n = WARMERS.load(Ordering::SeqCst);
+    while n < max {
+        match WARMERS.compare_exchange(n, n + 1, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => {
+                SPAWNED.fetch_add(1, Ordering::SeqCst);
+                PEAK.fetch_max(n + 1, Ordering::SeqCst);
+                super::queue::pool().spawn(warm);
+                n += 1;
+            }
+            Err(now) => n = now,
+        }
+    }
+}
+
+/// Gives up this warmer's slot if there are more than `max_warmers`.
+fn leave_if_surplus() -> bool {
+    let mut n = WARMERS.load(Ordering::SeqCst);
+    while n > max_warmers() {
+        match WARMERS.compare_exchange(n, n - 1, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => return true,
+            Err(now) => n = now,
+        }
+    }
+    false
+}
+
+/// The warmer job (see the module docs). It returns at once when it started
+/// beneath a runner on this thread's stack (a join waiting for a kernel's
+/// other half took it): that thread is awake anyway, and a warmer there
+/// would hold the runner below it until the process went idle.
+fn warm() {
+    if RUNNING.with(|r| r.get()) > 0 {
+        WARMERS.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    if leave_if_surplus() {
+        return;
+    }
+    WARMING.with(|w| w.set(true));
+    let linger = linger().as_nanos() as u64;
+    loop {
+        if rayon::yield_now() == Some(rayon::Yield::Executed) {
+            if leave_if_surplus() {
+                WARMING.with(|w| w.set(false));
+                return;
+            }
+            continue;
+        }
+        if ACTIVE.load(Ordering::SeqCst) == 0 && now().saturating_sub(LAST_LEFT.load(Ordering::SeqCst)) >= linger {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    WARMING.with(|w| w.set(false));
+    WARMERS.fetch_sub(1, Ordering::SeqCst);
+    if ACTIVE.load(Ordering::SeqCst) > 0 {
+        spawn_warmers();
+    }
+}
+
+/// Warmers spawned since start, and the most counted at once.
+static SPAWNED: AtomicU64 = AtomicU64::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+/// The pool's warmers (see `scheduler/warm.rs`), for tests and profiling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Warmers {
+    /// Warmers holding a slot now (0 once the process is idle).
+    pub alive: usize,
+    /// Warmers spawned since start.
+    pub spawned: u64,
+    /// The most slots held at once (at most the pool size: `pool size - 1`
+    /// spinning, plus a slot lent to a runner on its way back).
+    pub peak: usize,
+}
+
+/// The pool's warmer counts now.
+pub fn warmers() -> Warmers {
+    Warmers { alive: WARMERS.load(Ordering::SeqCst), spawned: SPAWNED.load(Ordering::SeqCst), peak: PEAK.load(Ordering::SeqCst) }
+}
