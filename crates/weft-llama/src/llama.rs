@@ -119,6 +119,109 @@ impl Weight {
             Weight::Quantized(q) => Weight::Quantized(q.converted(dtype)?),
         })
     }
+
+    /// Rows `start..start + n` of the matrix (lazy).
+    fn part(&self, start: usize, n: usize) -> Result<Weight> {
+        let rows = [SliceArg::range(start as isize, (start + n) as isize)];
+        Ok(match self {
+            Weight::Dense(a) => Weight::Dense(ops::slice(a, &rows)?),
+            Weight::Quantized(q) => Weight::Quantized(QuantizedMatrix::new(
+                ops::slice(&q.w, &rows)?,
+                ops::slice(&q.scales, &rows)?,
+                ops::slice(&q.biases, &rows)?,
+                q.group_size,
+                q.bits,
+            )?),
+        })
+    }
+}
+
+/// Projections of one input (query, key and value; gate and up): their
+/// rows stacked into one matrix when they are stored alike, so a step runs
+/// one product for all of them (one pass of the kernel, one rounding of
+/// `x` to int8, one task split) and splits its columns after; each its own
+/// matrix when they are not (e.g. a file with `attn_v` in another format).
+#[derive(Clone)]
+enum Projections {
+    /// The stacked matrix (evaluated) and each part's row count.
+    Stacked(Weight, Vec<usize>),
+    Separate(Vec<Weight>),
+}
+
+impl Projections {
+    /// Stacks `parts` when [`stacked`] can (evaluating the stacked matrix,
+    /// so the parts' own arrays can be dropped).
+    fn new(parts: Vec<Weight>) -> Result<Projections> {
+        let refs: Vec<&Weight> = parts.iter().collect();
+        Ok(match stacked(&refs)? {
+            Some(all) => {
+                match &all {
+                    Weight::Dense(a) => a.eval()?,
+                    Weight::Quantized(q) => weft::eval(&[q.w.clone(), q.scales.clone(), q.biases.clone()])?,
+                }
+                Projections::Stacked(all, parts.iter().map(|w| w.shape()[0]).collect())
+            }
+            None => Projections::Separate(parts),
+        })
+    }
+
+    /// `x @ w^T` for each part (`[T, in]` each `[T, out_i]`, lazy).
+    fn linear(&self, x: &Array, int8: bool) -> Result<Vec<Array>> {
+        match self {
+            Projections::Separate(parts) => parts.iter().map(|w| w.linear(x, int8)).collect(),
+            Projections::Stacked(all, sizes) => {
+                let y = all.linear(x, int8)?;
+                let mut start = 0;
+                sizes
+                    .iter()
+                    .map(|&n| {
+                        let part = ops::slice(&y, &[SliceArg::ALL, SliceArg::range(start as isize, (start + n) as isize)]);
+                        start += n;
+                        part
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// Each part as its own matrix (lazy row slices of a stacked one).
+    fn parts(&self) -> Result<Vec<Weight>> {
+        match self {
+            Projections::Separate(parts) => Ok(parts.clone()),
+            Projections::Stacked(all, sizes) => {
+                let mut start = 0;
+                sizes
+                    .iter()
+                    .map(|&n| {
+                        let part = all.part(start, n);
+                        start += n;
+                        part
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// The matrices as they are kept (one when stacked).
+    fn stored(&self) -> Vec<&Weight> {
+        match self {
+            Projections::Separate(parts) => parts.iter().collect(),
+            Projections::Stacked(all, _) => vec![all],
+        }
+    }
+
+    fn converted(&self, dtype: Dtype) -> Result<Projections> {
+        Ok(match self {
+            Projections::Separate(parts) => Projections::Separate(parts.iter().map(|w| w.converted(dtype)).collect::<Result<_>>()?),
+            Projections::Stacked(all, sizes) => Projections::Stacked(all.converted(dtype)?, sizes.clone()),
+        })
+    }
+}
+
+/// `N` arrays from a vector known to hold `N` (the parts of [`Projections`]).
+fn array_of<const N: usize>(v: Vec<Array>) -> Result<[Array; N]> {
+    let got = v.len();
+    <[Array; N]>::try_from(v).map_err(|_| Error::Internal(format!("expected {N} projections, got {got}")))
 }
 
 /// `a` in `dtype`, copied to the default device and evaluated there.
@@ -131,28 +234,33 @@ fn convert(a: &Array, dtype: Dtype) -> Result<Array> {
 #[derive(Clone)]
 struct Layer {
     attn_norm: Array,
-    wq: Weight,
-    wk: Weight,
-    wv: Weight,
+    /// `attn_q`, `attn_k`, `attn_v`.
+    qkv: Projections,
     wo: Weight,
     ffn_norm: Array,
-    w_gate: Weight,
-    w_up: Weight,
+    /// `ffn_gate`, `ffn_up`.
+    gate_up: Projections,
     w_down: Weight,
 }
 
 impl Layer {
-    /// The weight matrices by their GGUF names.
-    fn matrices(&self) -> [(&'static str, &Weight); 7] {
-        [
-            ("attn_q", &self.wq),
-            ("attn_k", &self.wk),
-            ("attn_v", &self.wv),
-            ("attn_output", &self.wo),
-            ("ffn_gate", &self.w_gate),
-            ("ffn_up", &self.w_up),
-            ("ffn_down", &self.w_down),
-        ]
+    /// The weight matrices by their GGUF names (stacked ones split, lazily).
+    fn matrices(&self) -> Result<Vec<(&'static str, Weight)>> {
+        let mut v = Vec::with_capacity(7);
+        v.extend(["attn_q", "attn_k", "attn_v"].into_iter().zip(self.qkv.parts()?));
+        v.push(("attn_output", self.wo.clone()));
+        v.extend(["ffn_gate", "ffn_up"].into_iter().zip(self.gate_up.parts()?));
+        v.push(("ffn_down", self.w_down.clone()));
+        Ok(v)
+    }
+
+    /// The weight matrices as they are kept in memory.
+    fn stored(&self) -> Vec<&Weight> {
+        let mut v = self.qkv.stored();
+        v.push(&self.wo);
+        v.extend(self.gate_up.stored());
+        v.push(&self.w_down);
+        v
     }
 }
 
@@ -264,8 +372,7 @@ fn rotate_pairs(x: &Array, cos: &Array, sin: &Array) -> Result<Array> {
 
 /// One matrix of the rows of `parts` (all quantized alike, or all dense),
 /// so one product computes the three projections or the gate and up ones;
-/// `None` when they are stored differently. Lazy: under a trace it is a
-/// constant, computed once.
+/// `None` when they are stored differently. Lazy.
 fn stacked(parts: &[&Weight]) -> Result<Option<Weight>> {
     let dense: Vec<&Array> = parts.iter().filter_map(|w| if let Weight::Dense(a) = w { Some(a) } else { None }).collect();
     if dense.len() == parts.len() {
@@ -278,25 +385,6 @@ fn stacked(parts: &[&Weight]) -> Result<Option<Weight>> {
     let cat = |f: fn(&QuantizedMatrix) -> &Array| ops::concatenate(&q.iter().map(|m| f(m).clone()).collect::<Vec<_>>(), 0);
     let m = QuantizedMatrix::new(cat(|m| &m.w)?, cat(|m| &m.scales)?, cat(|m| &m.biases)?, q[0].group_size, q[0].bits)?;
     Ok(Some(Weight::Quantized(m)))
-}
-
-/// `x @ w^T` for each of `parts` (`[T, in]` each `[T, out_i]`): one product
-/// with their rows stacked ([`stacked`]) and split after, or one each.
-fn linear_parts(x: &Array, parts: &[&Weight]) -> Result<Vec<Array>> {
-    let Some(all) = stacked(parts)? else {
-        return parts.iter().map(|w| w.linear(x, false)).collect();
-    };
-    let y = all.linear(x, false)?;
-    let mut start = 0;
-    parts
-        .iter()
-        .map(|w| {
-            let n = w.shape()[0] as isize;
-            let part = ops::slice(&y, &[SliceArg::ALL, SliceArg::range(start, start + n)]);
-            start += n;
-            part
-        })
-        .collect()
 }
 
 /// `x @ w^T` for a weight stored `[out, in]`.
@@ -364,13 +452,10 @@ impl Llama {
                 let w = |n: &str, shape: &[usize]| matrix(&name(n), shape);
                 Ok(Layer {
                     attn_norm: dense(&name("attn_norm"), &[h])?,
-                    wq: w("attn_q", &[q, h])?,
-                    wk: w("attn_k", &[kv, h])?,
-                    wv: w("attn_v", &[kv, h])?,
+                    qkv: Projections::new(vec![w("attn_q", &[q, h])?, w("attn_k", &[kv, h])?, w("attn_v", &[kv, h])?])?,
                     wo: w("attn_output", &[h, q])?,
                     ffn_norm: dense(&name("ffn_norm"), &[h])?,
-                    w_gate: w("ffn_gate", &[f, h])?,
-                    w_up: w("ffn_up", &[f, h])?,
+                    gate_up: Projections::new(vec![w("ffn_gate", &[f, h])?, w("ffn_up", &[f, h])?])?,
                     w_down: w("ffn_down", &[h, f])?,
                 })
             })
@@ -403,7 +488,7 @@ impl Llama {
         let quantized = |w: &Weight| matches!(w, Weight::Quantized(_));
         quantized(&self.token_embd)
             || quantized(&self.output)
-            || self.layers.iter().any(|l| l.matrices().iter().any(|(_, w)| quantized(w)))
+            || self.layers.iter().any(|l| l.stored().into_iter().any(quantized))
     }
 
     /// The model with every float weight (and every quantized weight's
@@ -422,13 +507,10 @@ impl Llama {
             .map(|l| {
                 Ok(Layer {
                     attn_norm: convert(&l.attn_norm, dtype)?,
-                    wq: l.wq.converted(dtype)?,
-                    wk: l.wk.converted(dtype)?,
-                    wv: l.wv.converted(dtype)?,
+                    qkv: l.qkv.converted(dtype)?,
                     wo: l.wo.converted(dtype)?,
                     ffn_norm: convert(&l.ffn_norm, dtype)?,
-                    w_gate: l.w_gate.converted(dtype)?,
-                    w_up: l.w_up.converted(dtype)?,
+                    gate_up: l.gate_up.converted(dtype)?,
                     w_down: l.w_down.converted(dtype)?,
                 })
             })
@@ -449,7 +531,7 @@ impl Llama {
     pub fn weights(&self) -> Result<Vec<(String, Array)>> {
         let mut v = vec![("token_embd.weight".to_string(), self.token_embd.float32()?)];
         for (i, l) in self.layers.iter().enumerate() {
-            for (n, a) in l.matrices() {
+            for (n, a) in l.matrices()? {
                 v.push((format!("blk.{i}.{n}.weight"), a.float32()?));
             }
             v.push((format!("blk.{i}.attn_norm.weight"), ops::astype(&l.attn_norm, Dtype::F32)?));
@@ -506,9 +588,8 @@ impl Llama {
     /// capacity with the positions after the token masked out; the rotary
     /// angles are computed once per step from the position array. The
     /// query, key and value projections run as one product, and so do the
-    /// gate and up ones, on their weights' rows stacked: under a trace the
-    /// stacked weights are constants, made once (one more copy of those
-    /// weights for as long as the trace lives).
+    /// gate and up ones, on their weights' rows stacked at load
+    /// ([`Projections`]), as in [`Llama::forward_batch`].
     pub fn static_step(&self, inputs: &[Array]) -> Result<Vec<Array>> {
         let c = &self.config;
         let [token, pos, keys, values] = inputs else {
@@ -548,8 +629,7 @@ impl Llama {
                 ops::transpose(&ops::reshape(y, &[1, 1, n as isize, c.head_dim as isize])?, &[0, 2, 1, 3]) // [1, n, 1, hd]
             };
             let rope = |a: &Array| rotate_pairs(a, &cos, &sin);
-            let [q, k, v] = <[Array; 3]>::try_from(linear_parts(&h, &[&layer.wq, &layer.wk, &layer.wv])?)
-                .map_err(|_| Error::Internal("three projections".into()))?;
+            let [q, k, v] = array_of(layer.qkv.linear(&h, false)?)?;
             let q = rope(&heads(&q, c.n_heads)?)?;
             let k = ops::astype(&rope(&heads(&k, c.n_kv_heads)?)?, dtype)?;
             let v = ops::astype(&heads(&v, c.n_kv_heads)?, dtype)?;
@@ -562,8 +642,7 @@ impl Llama {
             new_values.push(vs);
             x = ops::add(&x, &layer.wo.linear(&out, false)?)?;
             let h = fast::rms_norm(&x, Some(&layer.ffn_norm), c.rms_eps)?;
-            let [gate, up] = <[Array; 2]>::try_from(linear_parts(&h, &[&layer.w_gate, &layer.w_up])?)
-                .map_err(|_| Error::Internal("two projections".into()))?;
+            let [gate, up] = array_of(layer.gate_up.linear(&h, false)?)?;
             let act = ops::multiply(&ops::silu(&gate)?, &up)?;
             x = ops::add(&x, &layer.w_down.linear(&act, false)?)?;
         }
@@ -591,7 +670,9 @@ impl Llama {
     /// predicting each sequence's next token (lazy).
     ///
     /// The projections and the MLP run on all the step's tokens together
-    /// (one matmul per weight, so the weights are read once per step);
+    /// (one matmul per weight, so the weights are read once per step; the
+    /// query, key and value projections as one product, and the gate and up
+    /// ones, when [`Projections`] could stack them);
     /// rotary embeddings, the cache append and attention run per sequence,
     /// at that sequence's own position.
     pub fn forward_batch(&self, batch: &mut [(&[u32], &mut KvCache)]) -> Result<Array> {
@@ -625,7 +706,7 @@ impl Llama {
         for (l, layer) in self.layers.iter().enumerate() {
             let h = fast::rms_norm(&x, Some(&layer.attn_norm), c.rms_eps)?;
             let int8 = self.int8_activations;
-            let (q_all, k_all, v_all) = (layer.wq.linear(&h, int8)?, layer.wk.linear(&h, int8)?, layer.wv.linear(&h, int8)?);
+            let [q_all, k_all, v_all] = array_of(layer.qkv.linear(&h, int8)?)?;
             let mut outs = Vec::with_capacity(batch.len());
             for ((_, cache), r) in batch.iter_mut().zip(&rows) {
                 let (t, offset) = (r.len(), cache.len);
@@ -653,7 +734,8 @@ impl Llama {
             x = ops::add(&x, &layer.wo.linear(&out, int8)?)?;
 
             let h = fast::rms_norm(&x, Some(&layer.ffn_norm), c.rms_eps)?;
-            let act = ops::multiply(&ops::silu(&layer.w_gate.linear(&h, int8)?)?, &layer.w_up.linear(&h, int8)?)?;
+            let [gate, up] = array_of(layer.gate_up.linear(&h, int8)?)?;
+            let act = ops::multiply(&ops::silu(&gate)?, &up)?;
             x = ops::add(&x, &layer.w_down.linear(&act, int8)?)?;
         }
         for ((_, cache), r) in batch.iter_mut().zip(&rows) {

@@ -257,6 +257,11 @@ impl CpuBuffer {
         self.data.dtype()
     }
 
+    /// The elements as `T`, or `None` when the buffer holds another type.
+    pub fn try_slice<T: CpuElement>(&self) -> Option<&[T]> {
+        T::slice(&self.data)
+    }
+
     pub fn as_slice<T: CpuElement>(&self) -> &[T] {
         T::slice(&self.data).unwrap_or_else(|| {
             panic!("buffer holds {}, read as {}", self.data.dtype(), T::DTYPE)

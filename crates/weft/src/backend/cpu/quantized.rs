@@ -127,8 +127,14 @@ impl<'a, T: CpuElement> Matrices<'a, T> {
     /// Row `r` of matrix `b`.
     #[inline]
     fn row(&self, b: usize, r: usize) -> &[T] {
+        self.rows(b, r, 1)
+    }
+
+    /// Rows `r..r + count` of matrix `b` (consecutive: matrices are row-major).
+    #[inline]
+    fn rows(&self, b: usize, r: usize, count: usize) -> &[T] {
         let at = self.offsets[b] + r * self.cols;
-        &self.data[at..at + self.cols]
+        &self.data[at..at + count * self.cols]
     }
 }
 
@@ -252,6 +258,7 @@ fn qmm<S: CpuElement>(gs: usize, bits: u32, transpose: bool, int8: bool, inputs:
     let s = Matrices::<S>::new(&inputs[2], batch)?;
     let bias = Matrices::<S>::new(&inputs[3], batch)?;
     let row = |b: usize, r: usize| Row { words: w.row(b, r), s: s.row(b, r), b: bias.row(b, r) };
+    let run = |b: usize, r: usize, count: usize| Row { words: w.rows(b, r, count), s: s.rows(b, r, count), b: bias.rows(b, r, count) };
     if int8 {
         if transpose && m <= QMV_MAX_ROWS && int8::applies(bits, gs) {
             let level = int8::Level::best();
@@ -259,7 +266,7 @@ fn qmm<S: CpuElement>(gs: usize, bits: u32, transpose: bool, int8: bool, inputs:
             for b in 0..batch {
                 let xb = &x[b * m * k..(b + 1) * m * k];
                 let p = int8::Prepared::new(bits, gs, xb, m, k).ok_or_else(|| Error::Kernel("quantized_matmul: int8 rows do not fit the weights".into()))?;
-                int8::qmv(level, &p, n, |r| row(b, r), &mut y[b * m * n..(b + 1) * m * n]);
+                int8::qmv(level, &p, n, |r, count| run(b, r, count), &mut y[b * m * n..(b + 1) * m * n]);
             }
             return from_f32(y, out.dtype);
         }

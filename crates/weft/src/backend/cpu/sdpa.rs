@@ -10,7 +10,8 @@
 //! (query `i` sees keys `j <= i + S - L`), as in MLX.
 
 use super::rows::{build_rows, contiguous, dot, float_dispatch, Acc, FloatElem};
-use crate::buffer::{CpuBuffer, Data};
+use crate::buffer::{CpuBuffer, CpuElement, Data};
+use std::borrow::Cow;
 use crate::dtype::Dtype;
 use crate::primitive::OutSpec;
 use crate::{Error, Result};
@@ -26,14 +27,14 @@ pub(crate) fn sdpa(scale: f32, causal: bool, inputs: &[Data], out: OutSpec<'_>) 
     let group = hq / hk.max(1);
     float_dispatch!(out.dtype, "scaled_dot_product_attention", T => {
         type A = <T as FloatElem>::A;
-        let to_acc = |x: &Data| -> Result<Vec<A>> { Ok(contiguous::<T>(x)?.iter().map(|&e| e.to_acc()).collect()) };
-        let (qa, ka, va) = (to_acc(q)?, to_acc(k)?, to_acc(v)?);
+        let qa: Vec<A> = contiguous::<T>(q)?.iter().map(|&e| e.to_acc()).collect();
+        let (ka, va) = (Heads::<A>::new::<T>(k)?, Heads::<A>::new::<T>(v)?);
         let mask = inputs.get(3).map(mask_source::<A>).transpose()?;
         let scale = A::of_f64(scale as f64);
         build_rows::<T>(b * hq * l, dv, |row, y| {
             let (bh, i) = (row / l, row % l);
             let (bi, h) = (bh / hq, bh % hq);
-            let kv = (bi * hk + h / group) * s;
+            let kvh = h / group;
             let qr = &qa[row * d..(row + 1) * d];
             // Keys this query may see: all, or up to its causal limit.
             let visible = if causal { (i + s + 1).saturating_sub(l).min(s) } else { s };
@@ -45,7 +46,7 @@ pub(crate) fn sdpa(scale: f32, causal: bool, inputs: &[Data], out: OutSpec<'_>) 
                 let n = BLOCK.min(visible - j0);
                 let mut bm = A::neg_infinity();
                 for (t, sc) in scores[..n].iter_mut().enumerate() {
-                    let kr = &ka[(kv + j0 + t) * d..(kv + j0 + t + 1) * d];
+                    let kr = ka.row(bi, kvh, j0 + t);
                     *sc = dot(qr, kr) * scale;
                     if let Some(mk) = &mask {
                         *sc = *sc + mk.at(bi, h, i, j0 + t);
@@ -62,7 +63,7 @@ pub(crate) fn sdpa(scale: f32, causal: bool, inputs: &[Data], out: OutSpec<'_>) 
                 for (t, &sc) in scores[..n].iter().enumerate() {
                     let p = (sc - m_new).exp();
                     sum += p;
-                    let vr = &va[(kv + j0 + t) * dv..(kv + j0 + t + 1) * dv];
+                    let vr = va.row(bi, kvh, j0 + t);
                     for (a, &x) in acc.iter_mut().zip(vr) {
                         *a += p * x;
                     }
@@ -77,6 +78,40 @@ pub(crate) fn sdpa(scale: f32, causal: bool, inputs: &[Data], out: OutSpec<'_>) 
             }
         })
     })
+}
+
+/// Keys or values (`[B, H, S, D]`) as rows of `D` accumulator values, read
+/// in the input's own memory when it already holds them with unit stride
+/// along `D` (a float32 KV cache's filled part is a view of a longer buffer:
+/// copying it would cost a pass over the whole cache per step), else from a
+/// contiguous converted copy.
+struct Heads<'a, A: Clone> {
+    data: Cow<'a, [A]>,
+    offset: usize,
+    /// Element strides of `B`, `H` and `S`.
+    strides: [usize; 3],
+    d: usize,
+}
+
+impl<'a, A: Acc + CpuElement> Heads<'a, A> {
+    fn new<T: FloatElem<A = A> + CpuElement>(x: &'a Data) -> Result<Heads<'a, A>> {
+        let [_, h, s, d] = dims4(&x.layout.shape)?;
+        if let (Some(all), &[sb, sh, ss, 1]) = (x.cpu_buffer().try_slice::<A>(), x.layout.strides.as_slice()) {
+            if T::DTYPE == A::DTYPE && sb >= 0 && sh >= 0 && ss >= 0 {
+                let strides = [sb as usize, sh as usize, ss as usize];
+                return Ok(Heads { data: Cow::Borrowed(all), offset: x.layout.offset, strides, d });
+            }
+        }
+        let data: Vec<A> = contiguous::<T>(x)?.iter().map(|&e| e.to_acc()).collect();
+        Ok(Heads { data: Cow::Owned(data), offset: 0, strides: [h * s * d, s * d, d], d })
+    }
+
+    /// Row `j` of head `h` of batch `b`.
+    #[inline]
+    fn row(&self, b: usize, h: usize, j: usize) -> &[A] {
+        let [sb, sh, ss] = self.strides;
+        &self.data[self.offset + b * sb + h * sh + j * ss..][..self.d]
+    }
 }
 
 fn dims4(shape: &[usize]) -> Result<[usize; 4]> {

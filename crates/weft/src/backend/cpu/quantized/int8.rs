@@ -100,17 +100,30 @@ pub(super) fn applies(bits: u32, gs: usize) -> bool {
 }
 
 /// Rounds the block `x` (at most [`BLOCK`] long) into `q`: returns `d`.
+///
+/// `amax` is taken over 8 lanes, then across them: `max` of non-NaN
+/// values is exact and order-free, so this is the plain maximum, in a form
+/// the compiler turns into vector `max`es instead of one compare per element.
 fn quantize_block(x: &[f32], q: &mut [i8]) -> f32 {
-    let mut amax = 0f32;
-    let mut nan = false;
-    for &v in x {
-        nan |= v.is_nan();
-        amax = amax.max(v.abs());
+    let mut lanes = [0f32; 8];
+    let mut nan = [false; 8];
+    let chunks = x.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for l in 0..8 {
+            nan[l] |= c[l].is_nan();
+            lanes[l] = lanes[l].max(c[l].abs());
+        }
     }
-    if nan {
+    for (l, &v) in tail.iter().enumerate() {
+        nan[l] |= v.is_nan();
+        lanes[l] = lanes[l].max(v.abs());
+    }
+    if nan.iter().any(|&n| n) {
         q.iter_mut().for_each(|v| *v = 0);
         return f32::NAN;
     }
+    let amax = lanes.iter().fold(0f32, |a, &v| a.max(v));
     let d = amax / 127.0;
     if d == 0.0 {
         q.iter_mut().for_each(|v| *v = 0);
@@ -226,42 +239,54 @@ impl Prepared {
         Some(p)
     }
 
-    /// `out[i] = x̂[i] . ŵ` for every row of `x` and one weight row: codes
-    /// `codes` (`k * bits / 8` bytes), scales `s` and biases `b` (one per
-    /// group), with `level`'s kernels (it must be available). The x86
-    /// kernels read float16 scales (GGUF's) as they are, 8 at a time with
-    /// F16C; other types, and the portable kernel, first convert them
+    /// `out[r * m + i] = x̂[i] . ŵ_r` for every row `i` of `x` and each of a
+    /// run of `out.len() / m` consecutive weight rows `r`: their codes
+    /// `codes` (`k * bits / 8` bytes a row), scales `s` and biases `b` (`ng`
+    /// a row), with `level`'s kernels (it must be available). The checks
+    /// and the kernel choice are made once per run, not per weight row. The
+    /// x86 kernels read float16 scales (GGUF's) as they are, 8 at a time
+    /// with F16C; other types, and the portable kernel, first convert them
     /// into `scratch`.
-    pub(super) fn row<S: Element>(&self, level: Level, codes: &[u8], s: &[S], b: &[S], scratch: &mut Vec<f32>, out: &mut [f32]) {
-        let ng = self.ng;
+    pub(super) fn rows<S: Element>(&self, level: Level, codes: &[u8], s: &[S], b: &[S], scratch: &mut Vec<f32>, out: &mut [f32]) {
+        let (ng, m) = (self.ng, self.m);
+        assert!(m > 0 && out.len() % m == 0, "int8 qmv: an output of the wrong length");
+        let count = out.len() / m;
+        let row_bytes = self.k * self.bits as usize / 8;
         assert!(
-            codes.len() * 8 == self.k * self.bits as usize && s.len() == ng && b.len() == ng && out.len() == self.m,
-            "int8 qmv: a row of the wrong length"
+            codes.len() == count * row_bytes && s.len() == count * ng && b.len() == count * ng,
+            "int8 qmv: weight rows of the wrong length"
         );
         assert!(level.available(), "int8 qmv: {level:?} is not available on this CPU");
         // Float16 scales go to the x86 kernels as they are; anything else
         // is converted first.
         let as_stored = TypeId::of::<S>() == TypeId::of::<f16>() && level != Level::Portable;
         if !as_stored {
-            scratch.resize(2 * ng, 0.0);
-            let (sf, bf) = scratch.split_at_mut(ng);
+            scratch.resize(2 * count * ng, 0.0);
+            let (sf, bf) = scratch.split_at_mut(count * ng);
             to_f32(s, sf);
             to_f32(b, bf);
         }
         match level {
-            Level::Portable => self.rows_portable(codes, &scratch[..ng], &scratch[ng..], out),
+            Level::Portable => {
+                let (sf, bf) = scratch.split_at(count * ng);
+                for (r, o) in out.chunks_mut(m).enumerate() {
+                    self.rows_portable(&codes[r * row_bytes..][..row_bytes], &sf[r * ng..][..ng], &bf[r * ng..][..ng], o);
+                }
+            }
             #[cfg(target_arch = "x86_64")]
             Level::Avx2 | Level::Vnni => {
                 let vnni = level == Level::Vnni;
-                // SAFETY: the lengths of `codes` and `out` are asserted
-                // above; `s` and `b` are `ng` long, and `S` is `f16` when
-                // `as_stored` (same type id), so they are `ng` `f16`s each;
-                // otherwise `scratch` holds their `2 * ng` float32 values.
+                // SAFETY: `codes` is `count` rows of `row_bytes` and `out`
+                // `count * m` long (asserted above); `s` and `b` are
+                // `count * ng` long, and `S` is `f16` when `as_stored` (same
+                // type id), so they are that many `f16`s each; otherwise
+                // `scratch` holds their `2 * count * ng` float32 values.
                 unsafe {
                     if as_stored {
                         x86::rows::<true>(self, vnni, codes, s.as_ptr().cast(), b.as_ptr().cast(), out)
                     } else {
-                        x86::rows::<false>(self, vnni, codes, scratch.as_ptr().cast(), scratch[ng..].as_ptr().cast(), out)
+                        let bf = scratch[count * ng..].as_ptr().cast();
+                        x86::rows::<false>(self, vnni, codes, scratch.as_ptr().cast(), bf, out)
                     }
                 }
             }
@@ -343,14 +368,12 @@ fn bytes(words: &[u32]) -> &[u8] {
 }
 
 /// The int8 counterpart of `qmv` (the same task split, `by_weight_rows`):
-/// `y` (`[m, n]`) `= x̂ @ ŵ.T` for the `n` weight rows given by `rows`.
-pub(super) fn qmv<'a, S: Element + Sync>(level: Level, p: &Prepared, n: usize, rows: impl Fn(usize) -> Row<'a, S> + Sync, y: &mut [f32]) {
+/// `y` (`[m, n]`) `= x̂ @ ŵ.T` for the `n` weight rows; `rows(r, count)`
+/// gives weight rows `r..r + count` (consecutive in memory) as one [`Row`].
+pub(super) fn qmv<'a, S: Element + Sync>(level: Level, p: &Prepared, n: usize, rows: impl Fn(usize, usize) -> Row<'a, S> + Sync, y: &mut [f32]) {
     by_weight_rows(p.m, p.k, n, y, |r0, out| {
-        let mut scratch = Vec::new();
-        for (j, o) in out.chunks_mut(p.m).enumerate() {
-            let row = rows(r0 + j);
-            p.row(level, bytes(row.words), row.s, row.b, &mut scratch, o);
-        }
+        let run = rows(r0, out.len() / p.m);
+        p.rows(level, bytes(run.words), run.s, run.b, &mut Vec::new(), out);
     });
 }
 

@@ -72,9 +72,9 @@ impl Case {
         self.s[g] as f64 * self.code(r, j) as f64 + self.b[g] as f64
     }
 
-    fn row_words(&self, r: usize) -> &[u32] {
+    fn rows_words(&self, r: usize, count: usize) -> &[u32] {
         let per = self.k * self.bits as usize / 32;
-        &self.words[r * per..(r + 1) * per]
+        &self.words[r * per..(r + count) * per]
     }
 
     /// The scheme for row `i` of `x` and weight row `r`, written from its
@@ -129,7 +129,7 @@ impl Case {
         let p = Prepared::new(self.bits, self.gs, &self.x, self.m, self.k).expect("the int8 kernels apply");
         let ng = self.ng();
         let mut y = vec![0f32; self.m * self.n];
-        let rows = |r: usize| Row { words: self.row_words(r), s: &s[r * ng..(r + 1) * ng], b: &b[r * ng..(r + 1) * ng] };
+        let rows = |r: usize, count: usize| Row { words: self.rows_words(r, count), s: &s[r * ng..(r + count) * ng], b: &b[r * ng..(r + count) * ng] };
         qmv(level, &p, self.n, rows, &mut y);
         y
     }

@@ -34,49 +34,58 @@ pub(super) fn has_vnni() -> bool {
     })
 }
 
-/// Every row of `p` against one weight row, in kernel calls of up to 8
-/// rows of `x` at a time. `s` and `b` point at the row's scales and
-/// biases: `f16` when `H`, else `f32`.
+/// Every row of `p` against each of a run of `out.len() / m` consecutive
+/// weight rows, in kernel calls of up to 8 rows of `x` at a time. `codes`,
+/// `s` and `b` start at the run's first row (its `k * bits / 8` code bytes,
+/// then the next row's); `s` and `b` point at `ng` scales and biases a row:
+/// `f16` when `H`, else `f32`.
 ///
 /// # Safety
-/// `s` and `b` each point at `p.ng` readable values of that type; `codes`
-/// is `p.k * p.bits / 8` bytes and `out` is `p.m` long (`Prepared::row`
+/// `s` and `b` each point at `ng * out.len() / m` readable values of that
+/// type; `codes` is `k * bits / 8` bytes per row of the run (`Prepared::rows`
 /// asserts both).
 pub(super) unsafe fn rows<const H: bool>(p: &Prepared, vnni: bool, codes: &[u8], s: *const u8, b: *const u8, out: &mut [f32]) {
-    let mut i0 = 0;
-    while i0 < p.m {
-        let r = [8, 4, 2, 1].into_iter().find(|&r| r <= p.m - i0).unwrap_or(1);
-        let a = Args { p, i0, codes: codes.as_ptr(), s, b };
-        let o = &mut out[i0..i0 + r];
-        macro_rules! call {
-            ($f:ident) => {
-                match (p.bits, r) {
-                    (4, 8) => $f::<4, 8, H>(&a, o),
-                    (4, 4) => $f::<4, 4, H>(&a, o),
-                    (4, 2) => $f::<4, 2, H>(&a, o),
-                    (4, _) => $f::<4, 1, H>(&a, o),
-                    (_, 8) => $f::<8, 8, H>(&a, o),
-                    (_, 4) => $f::<8, 4, H>(&a, o),
-                    (_, 2) => $f::<8, 2, H>(&a, o),
-                    (_, _) => $f::<8, 1, H>(&a, o),
-                }
-            };
+    assert!(if vnni { has_vnni() } else { has_avx2() }, "int8 qmv: the CPU lacks the kernel's features");
+    let row_bytes = p.k * p.bits as usize / 8;
+    let scale_bytes = p.ng * if H { 2 } else { 4 };
+    for (w, out) in out.chunks_mut(p.m).enumerate() {
+        let row = &codes[w * row_bytes..(w + 1) * row_bytes];
+        // SAFETY: weight row `w` of the run: its scales and biases start
+        // `w * ng` values in (the caller's contract).
+        let (s, b) = unsafe { (s.add(w * scale_bytes), b.add(w * scale_bytes)) };
+        let mut i0 = 0;
+        while i0 < p.m {
+            let r = [8, 4, 2, 1].into_iter().find(|&r| r <= p.m - i0).unwrap_or(1);
+            let a = Args { p, i0, codes: row.as_ptr(), s, b };
+            let o = &mut out[i0..i0 + r];
+            macro_rules! call {
+                ($f:ident) => {
+                    match (p.bits, r) {
+                        (4, 8) => $f::<4, 8, H>(&a, o),
+                        (4, 4) => $f::<4, 4, H>(&a, o),
+                        (4, 2) => $f::<4, 2, H>(&a, o),
+                        (4, _) => $f::<4, 1, H>(&a, o),
+                        (_, 8) => $f::<8, 8, H>(&a, o),
+                        (_, 4) => $f::<8, 4, H>(&a, o),
+                        (_, 2) => $f::<8, 2, H>(&a, o),
+                        (_, _) => $f::<8, 1, H>(&a, o),
+                    }
+                };
+            }
+            if vnni {
+                // SAFETY: `rows_vnni` is compiled for AVX-512 F/BW/VL/VNNI + AVX2
+                // + FMA + F16C, which `has_vnni` confirmed above. Its reads (see
+                // `Args`): rows `i0..i0 + r` of `p` (`i0 + r <= m`), the weight
+                // row's `k * bits / 8` code bytes (`row`) and `ng` scales and
+                // biases (the caller's contract); it writes `o` (`r` long).
+                unsafe { call!(rows_vnni) }
+            } else {
+                // SAFETY: as above, for `rows_avx2` (AVX2 + FMA + F16C,
+                // confirmed by `has_avx2`).
+                unsafe { call!(rows_avx2) }
+            }
+            i0 += r;
         }
-        if vnni {
-            assert!(has_vnni(), "int8 qmv: no AVX-512 VNNI");
-            // SAFETY: `rows_vnni` is compiled for AVX-512 F/BW/VL/VNNI + AVX2
-            // + FMA + F16C, which `has_vnni` just confirmed. Its reads (see `Args`):
-            // rows `i0..i0 + r` of `p` (`i0 + r <= m`), the row's
-            // `k * bits / 8` code bytes and `ng` scales and biases (lengths
-            // asserted by `Prepared::row`); it writes `o` (`r` long).
-            unsafe { call!(rows_vnni) }
-        } else {
-            assert!(has_avx2(), "int8 qmv: no AVX2");
-            // SAFETY: as above, for `rows_avx2` (AVX2 + FMA + F16C,
-            // confirmed by `has_avx2`).
-            unsafe { call!(rows_avx2) }
-        }
-        i0 += r;
     }
 }
 
