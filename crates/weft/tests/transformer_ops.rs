@@ -515,6 +515,43 @@ fn attention_matches_float64() {
     assert_eq!(got.dtype(), Dtype::F64);
     let want = attention_ref(&q, &k, &v, [2, 3, 1, 1, 90, 4], 0.5, true, None);
     assert_close(&got.to_vec::<f64>().unwrap(), &want, 1e-12, "sdpa f64");
+    // Keys and values given as views, which the kernel reads in place: the
+    // filled part of a longer cache (batches 1.. of a bigger buffer, positions
+    // 0..s of `cap`; the rest NaN, so a read past the view shows) and a
+    // `[B, S, H, D]` buffer transposed to `[B, H, S, D]`.
+    {
+        let (b, hq, hk, d, s, cap) = (2, 4, 2, 8, 70, 100);
+        let dv = d + 2; // `attention_ref`'s value width
+        let q = rand_vec(40, b * hq * d, 1.5);
+        let k = rand_vec(41, b * hk * s * d, 1.5);
+        let v = rand_vec(42, b * hk * s * dv, 1.0);
+        let want = attention_ref(&q, &k, &v, [b, hq, hk, 1, s, d], 0.5, false, None);
+        let qa = f32_array(&q, &[b, hq, 1, d]);
+        let in_cache = |x: &[f64], w: usize| {
+            let mut c = vec![f64::NAN; (b + 1) * hk * cap * w];
+            for (r, row) in x.chunks(w).enumerate() {
+                let (bh, j) = (r / s, r % s);
+                let at = ((hk + bh) * cap + j) * w; // batch bh / hk + 1, head bh % hk
+                c[at..at + w].copy_from_slice(row);
+            }
+            let all = SliceArg::ALL;
+            let rows = [SliceArg::range(1, b as isize + 1), all, SliceArg::range(0, s as isize), all];
+            ops::slice(&f32_array(&c, &[b + 1, hk, cap, w]), &rows).unwrap()
+        };
+        let seq_major = |x: &[f64], w: usize| {
+            let mut c = vec![0.0; x.len()];
+            for (r, row) in x.chunks(w).enumerate() {
+                let (bi, h, j) = (r / (hk * s), r / s % hk, r % s);
+                let at = ((bi * s + j) * hk + h) * w;
+                c[at..at + w].copy_from_slice(row);
+            }
+            ops::transpose(&f32_array(&c, &[b, s, hk, w]), &[0, 2, 1, 3]).unwrap()
+        };
+        for (ka, va) in [(in_cache(&k, d), in_cache(&v, dv)), (seq_major(&k, d), seq_major(&v, dv))] {
+            let got = fast::scaled_dot_product_attention(&qa, &ka, &va, 0.5, None).unwrap();
+            assert_close(&got.to_f64_vec().unwrap(), &want, 1e-5, "sdpa on views");
+        }
+    }
     // Shape errors are errors.
     let e = fast::scaled_dot_product_attention(
         &Array::from_slice(&q, &[2, 3, 1, 4]).unwrap(),
