@@ -171,15 +171,7 @@ impl Projections {
             Projections::Separate(parts) => parts.iter().map(|w| w.linear(x, int8)).collect(),
             Projections::Stacked(all, sizes) => {
                 let y = all.linear(x, int8)?;
-                let mut start = 0;
-                sizes
-                    .iter()
-                    .map(|&n| {
-                        let part = ops::slice(&y, &[SliceArg::ALL, SliceArg::range(start as isize, (start + n) as isize)]);
-                        start += n;
-                        part
-                    })
-                    .collect()
+                row_ranges(sizes).map(|(start, end)| ops::slice(&y, &[SliceArg::ALL, SliceArg::range(start as isize, end as isize)])).collect()
             }
         }
     }
@@ -188,17 +180,7 @@ impl Projections {
     fn parts(&self) -> Result<Vec<Weight>> {
         match self {
             Projections::Separate(parts) => Ok(parts.clone()),
-            Projections::Stacked(all, sizes) => {
-                let mut start = 0;
-                sizes
-                    .iter()
-                    .map(|&n| {
-                        let part = all.part(start, n);
-                        start += n;
-                        part
-                    })
-                    .collect()
-            }
+            Projections::Stacked(all, sizes) => row_ranges(sizes).map(|(start, end)| all.part(start, end - start)).collect(),
         }
     }
 
@@ -216,6 +198,15 @@ impl Projections {
             Projections::Stacked(all, sizes) => Projections::Stacked(all.converted(dtype)?, sizes.clone()),
         })
     }
+}
+
+/// Each stacked part's rows, `start..end`, from the parts' row counts.
+fn row_ranges(sizes: &[usize]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    sizes.iter().scan(0, |start, &n| {
+        let range = (*start, *start + n);
+        *start += n;
+        Some(range)
+    })
 }
 
 /// `N` arrays from a vector known to hold `N` (the parts of [`Projections`]).

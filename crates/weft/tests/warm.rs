@@ -34,7 +34,7 @@ fn warmers_come_with_cpu_work_stay_within_the_pool_and_leave_after_it() {
                     }
                     if round % 8 == 7 {
                         weft::eval(&[x.clone()]).unwrap();
-                        // Keep values small so the chain stays exact-ish in range.
+                        // Scale down (by a power of two: exact) so the values stay in range.
                         x = weft::with_stream(s, || ops::multiply(&x, &Array::scalar(0.0625f32))).unwrap();
                         for v in want.iter_mut() {
                             *v *= 0.0625;

@@ -123,30 +123,18 @@ fn max_warmers() -> usize {
 /// Spawns warmers until every worker but one has one (or warmers are off).
 fn spawn_warmers() {
     let max = max_warmers();
-    let mut n = WARMERS.load(Ordering::SeqCst);
-    while n < max {
-        match WARMERS.compare_exchange(n, n + 1, Ordering::SeqCst, Ordering::SeqCst) {
-            Ok(_) => {
-                SPAWNED.fetch_add(1, Ordering::SeqCst);
-                PEAK.fetch_max(n + 1, Ordering::SeqCst);
-                super::queue::pool().spawn(warm);
-                n += 1;
-            }
-            Err(now) => n = now,
-        }
+    // Each success claims one slot (`n` -> `n + 1`, only while `n < max`).
+    while let Ok(n) = WARMERS.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1)) {
+        SPAWNED.fetch_add(1, Ordering::SeqCst);
+        PEAK.fetch_max(n + 1, Ordering::SeqCst);
+        super::queue::pool().spawn(warm);
     }
 }
 
 /// Gives up this warmer's slot if there are more than `max_warmers`.
 fn leave_if_surplus() -> bool {
-    let mut n = WARMERS.load(Ordering::SeqCst);
-    while n > max_warmers() {
-        match WARMERS.compare_exchange(n, n - 1, Ordering::SeqCst, Ordering::SeqCst) {
-            Ok(_) => return true,
-            Err(now) => n = now,
-        }
-    }
-    false
+    let max = max_warmers();
+    WARMERS.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n > max).then(|| n - 1)).is_ok()
 }
 
 /// The warmer job (see the module docs). It returns at once when it started

@@ -124,12 +124,6 @@ impl<'a, T: CpuElement> Matrices<'a, T> {
         }
     }
 
-    /// Row `r` of matrix `b`.
-    #[inline]
-    fn row(&self, b: usize, r: usize) -> &[T] {
-        self.rows(b, r, 1)
-    }
-
     /// Rows `r..r + count` of matrix `b` (consecutive: matrices are row-major).
     #[inline]
     fn rows(&self, b: usize, r: usize, count: usize) -> &[T] {
@@ -257,8 +251,8 @@ fn qmm<S: CpuElement>(gs: usize, bits: u32, transpose: bool, int8: bool, inputs:
     let w = Matrices::<u32>::new(&inputs[1], batch)?;
     let s = Matrices::<S>::new(&inputs[2], batch)?;
     let bias = Matrices::<S>::new(&inputs[3], batch)?;
-    let row = |b: usize, r: usize| Row { words: w.row(b, r), s: s.row(b, r), b: bias.row(b, r) };
     let run = |b: usize, r: usize, count: usize| Row { words: w.rows(b, r, count), s: s.rows(b, r, count), b: bias.rows(b, r, count) };
+    let row = |b: usize, r: usize| run(b, r, 1);
     if int8 {
         if transpose && m <= QMV_MAX_ROWS && int8::applies(bits, gs) {
             let level = int8::Level::best();
