@@ -97,7 +97,9 @@ impl<'a, A: Acc + CpuElement> Heads<'a, A> {
     fn new<T: FloatElem<A = A> + CpuElement>(x: &'a Data) -> Result<Heads<'a, A>> {
         let [_, h, s, d] = dims4(&x.layout.shape)?;
         if let (Some(all), &[sb, sh, ss, 1]) = (x.cpu_buffer().try_slice::<A>(), x.layout.strides.as_slice()) {
-            if T::DTYPE == A::DTYPE && sb >= 0 && sh >= 0 && ss >= 0 {
+            // An empty view may sit at any offset (past its buffer's end too):
+            // it takes the copy path, which reads nothing.
+            if T::DTYPE == A::DTYPE && sb >= 0 && sh >= 0 && ss >= 0 && x.layout.numel() > 0 {
                 let strides = [sb as usize, sh as usize, ss as usize];
                 return Ok(Heads { data: Cow::Borrowed(all), offset: x.layout.offset, strides, d });
             }
