@@ -4,6 +4,7 @@
 //! with them many threads on their own streams still compute exactly what
 //! one thread computes alone.
 
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 use weft::{ops, Array, Device, Stream};
 
@@ -20,8 +21,12 @@ fn warmers_come_with_cpu_work_stay_within_the_pool_and_leave_after_it() {
     std::env::set_var("WEFT_SPIN_US", "2000");
     let before = weft::warmers();
     const N: usize = 1 << 17; // large enough for the kernels to split across the pool
+    // A run that hangs fails here instead of holding CI until its time
+    // limit (a warmer under a stolen kernel half once hung ~1 run in 3).
+    let (done, finished) = std::sync::mpsc::channel();
     let threads: Vec<_> = (0..6)
         .map(|t| {
+            let done = done.clone();
             std::thread::spawn(move || {
                 let s = Stream::new(Device::cpu()).unwrap();
                 let start: Vec<f32> = (0..N).map(|i| (i % 97) as f32 * 0.25 - t as f32).collect();
@@ -42,9 +47,23 @@ fn warmers_come_with_cpu_work_stay_within_the_pool_and_leave_after_it() {
                     }
                 }
                 assert_eq!(x.to_vec::<f32>().unwrap(), want, "thread {t}: a result differs from the plain loop's");
+                done.send(t).unwrap();
             })
         })
         .collect();
+    drop(done);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match finished.recv_timeout(left) {
+            Ok(_) => continue,
+            // Every thread ended (one that panicked sent nothing: join says why).
+            Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("six CPU streams did not finish within 120 s: the pool hangs ({:?})", weft::warmers())
+            }
+        }
+    }
     for t in threads {
         t.join().unwrap();
     }

@@ -31,6 +31,15 @@
 //!   waiting for a kernel's other half may take any pool job, a warmer
 //!   too): it would hold that runner until the process went idle. It finds
 //!   `RUNNING > 0` and leaves at once.
+//! - A warmer never holds its thread's stack for more than `SLICE` at a
+//!   time (plus the one pool job it may be executing). A warmer can also
+//!   start beneath a kernel's half that this thread stole from another
+//!   thread's runner (a join inside that half waits, and its wait takes the
+//!   warmer); nothing on the stack says so, and the half cannot return, nor
+//!   its runner end, until the warmer does. So a warmer returns after each
+//!   slice, handing its slot to a successor job it spawns: the frames
+//!   beneath it see their latch and go on, and the successor warms from
+//!   wherever the pool runs it. (Without this a run hung: `tests/warm.rs`.)
 //! - No warmer outlives its need by more than the linger time: one exits when
 //!   `ACTIVE == 0` and the last runner left at least `linger` ago, so an idle
 //!   process burns no CPU. If a runner enters just as the last warmer leaves,
@@ -137,6 +146,10 @@ fn leave_if_surplus() -> bool {
     WARMERS.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n > max).then(|| n - 1)).is_ok()
 }
 
+/// How long one warmer job runs before it hands its slot to a successor
+/// and returns (module docs: a warmer may sit above frames that wait for it).
+const SLICE: Duration = Duration::from_micros(50);
+
 /// The warmer job (see the module docs). It returns at once when it started
 /// beneath a runner on this thread's stack (a join waiting for a kernel's
 /// other half took it): that thread is awake anyway, and a warmer there
@@ -149,26 +162,50 @@ fn warm() {
     if leave_if_surplus() {
         return;
     }
-    WARMING.with(|w| w.set(true));
+    // A warmer further down this thread's stack (this one runs beneath a
+    // kernel half it took) gets its flag back when this one returns.
+    let outer = WARMING.with(|w| w.replace(true));
     let linger = linger().as_nanos() as u64;
-    loop {
+    let start = Instant::now();
+    let exit = loop {
         if rayon::yield_now() == Some(rayon::Yield::Executed) {
             if leave_if_surplus() {
-                WARMING.with(|w| w.set(false));
-                return;
+                break Exit::Surplus;
             }
-            continue;
+        } else if ACTIVE.load(Ordering::SeqCst) == 0 && now().saturating_sub(LAST_LEFT.load(Ordering::SeqCst)) >= linger {
+            break Exit::Idle;
+        } else {
+            std::thread::yield_now();
         }
-        if ACTIVE.load(Ordering::SeqCst) == 0 && now().saturating_sub(LAST_LEFT.load(Ordering::SeqCst)) >= linger {
-            break;
+        if start.elapsed() >= SLICE {
+            break Exit::Slice;
         }
-        std::thread::yield_now();
+    };
+    WARMING.with(|w| w.set(outer));
+    match exit {
+        // `leave_if_surplus` gave the slot up.
+        Exit::Surplus => {}
+        // The slot passes to the successor (counts unchanged).
+        Exit::Slice => super::queue::pool().spawn(warm),
+        Exit::Idle => {
+            WARMERS.fetch_sub(1, Ordering::SeqCst);
+            // A runner that entered just as this warmer decided to leave
+            // still gets warmers.
+            if ACTIVE.load(Ordering::SeqCst) > 0 {
+                spawn_warmers();
+            }
+        }
     }
-    WARMING.with(|w| w.set(false));
-    WARMERS.fetch_sub(1, Ordering::SeqCst);
-    if ACTIVE.load(Ordering::SeqCst) > 0 {
-        spawn_warmers();
-    }
+}
+
+/// Why a warmer job returns.
+enum Exit {
+    /// Warmers were one too many; its slot is already given up.
+    Surplus,
+    /// No CPU runner for the linger time: its slot goes.
+    Idle,
+    /// Its slice is up: a successor takes the slot.
+    Slice,
 }
 
 /// Warmers spawned since start, and the most counted at once.
