@@ -1,5 +1,6 @@
-//! The scheduler's state machines, the node's (`weft/src/scheduler/node.rs`)
-//! and the queue's (`weft/src/scheduler/lane.rs`), with their sync facade,
+//! The scheduler's state machines, the node's (`weft/src/scheduler/node.rs`),
+//! the queue's (`weft/src/scheduler/lane.rs`) and the pool warmers' slots
+//! (`weft/src/scheduler/slots.rs`), with their sync facade,
 //! compiled on their own so the loom model checks build in seconds instead
 //! of compiling all of weft under `--cfg loom`:
 //!
@@ -15,4 +16,5 @@ mod sync;
 pub mod scheduler {
     pub mod lane;
     pub mod node;
+    pub mod slots;
 }

@@ -2,12 +2,12 @@
 //! for loom's under `--cfg loom` so the model tests explore every interleaving.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU8, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicU8, Ordering};
+pub(crate) use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 

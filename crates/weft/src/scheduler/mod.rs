@@ -30,6 +30,7 @@
 pub(crate) mod node;
 pub(crate) mod lane;
 pub(crate) mod queue;
+pub(crate) mod slots;
 pub(crate) mod warm;
 
 use crate::array::Array;

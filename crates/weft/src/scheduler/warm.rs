@@ -21,12 +21,12 @@
 //! - A warmer never blocks and holds no lock: it only runs pool jobs, each to
 //!   completion, so it cannot delay or deadlock any stream (docs/architecture.md
 //!   rule 6); it is a job like any other, so the pool never loses a thread.
-//! - At most `pool size - 1` warmers spin: a slot is claimed by
-//!   compare-and-swap on `WARMERS` before a warmer is spawned. A warmer
-//!   that picks up a runner (through `yield_now`) *lends* it its slot for
-//!   the run, so that another worker warms meanwhile; the slot comes back
-//!   when the runner ends, and if that makes one too many the warmer leaves
-//!   (`leave_if_surplus`). So `WARMERS` never exceeds the pool size.
+//! - At most `pool size - 1` warmers spin: a slot is claimed before a
+//!   warmer is spawned (`Slots`, slots.rs, which states and loom-checks the
+//!   counting). A warmer that picks up a runner (through `yield_now`)
+//!   *lends* it its slot for the run, so that another worker warms
+//!   meanwhile; the slot comes back when the runner ends, and if that makes
+//!   one too many the warmer leaves. So slots never exceed the pool size.
 //! - A warmer never runs beneath a runner on its own thread's stack (a join
 //!   waiting for a kernel's other half may take any pool job, a warmer
 //!   too): it would hold that runner until the process went idle. It finds
@@ -41,24 +41,23 @@
 //!   beneath it see their latch and go on, and the successor warms from
 //!   wherever the pool runs it. (Without this a run hung: `tests/warm.rs`.)
 //! - No warmer outlives its need by more than the linger time: one exits when
-//!   `ACTIVE == 0` and the last runner left at least `linger` ago, so an idle
-//!   process burns no CPU. If a runner enters just as the last warmer leaves,
-//!   the leaving warmer sees `ACTIVE > 0` after giving up its slot and spawns
-//!   a successor, so an active runner is not left without one for long.
+//!   no runner is active and the last one left at least `linger` ago, so an
+//!   idle process burns no CPU. If a runner enters just as the last warmer
+//!   leaves, one of the two starts a new warmer (slots.rs), so an active
+//!   runner is not left without one.
 //! - GPU streams' runners do not count: their kernels run on the device.
 //!
 //! `tests/warm.rs` checks the counts (`weft::warmers()`) and, with many
 //! threads, the results; every other test runs with warmers on.
 
+use super::slots::Slots;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
-/// CPU runners executing tasks right now.
-static ACTIVE: AtomicUsize = AtomicUsize::new(0);
-/// Warmers spawned and not yet gone.
-static WARMERS: AtomicUsize = AtomicUsize::new(0);
+/// Active CPU runners and the warmers' slots.
+static SLOTS: LazyLock<Slots> = LazyLock::new(Slots::new);
 /// When the last CPU runner left, in nanoseconds since `EPOCH`.
 static LAST_LEFT: AtomicU64 = AtomicU64::new(0);
 static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
@@ -94,13 +93,10 @@ pub(crate) struct Active {
 impl Active {
     pub(crate) fn enter() -> Active {
         RUNNING.with(|r| r.set(r.get() + 1));
-        ACTIVE.fetch_add(1, Ordering::SeqCst);
         // A warmer that picked up this runner is no longer keeping another
-        // core awake: it gives up its slot so that another worker warms.
+        // core awake: it lends its slot so that another worker warms.
         let lent = WARMING.with(|w| w.replace(false));
-        if lent {
-            WARMERS.fetch_sub(1, Ordering::SeqCst);
-        }
+        SLOTS.enter(lent);
         spawn_warmers();
         Active { lent }
     }
@@ -109,13 +105,11 @@ impl Active {
 impl Drop for Active {
     fn drop(&mut self) {
         LAST_LEFT.store(now(), Ordering::SeqCst);
-        ACTIVE.fetch_sub(1, Ordering::SeqCst);
+        // A lent slot goes back to the warmer beneath, which leaves if
+        // warmers are now one too many.
+        SLOTS.leave(self.lent);
         RUNNING.with(|r| r.set(r.get() - 1));
         if self.lent {
-            // Back to the warmer beneath, which leaves if warmers are now
-            // one too many.
-            let n = WARMERS.fetch_add(1, Ordering::SeqCst);
-            PEAK.fetch_max(n + 1, Ordering::SeqCst);
             WARMING.with(|w| w.set(true));
         }
     }
@@ -132,18 +126,15 @@ fn max_warmers() -> usize {
 /// Spawns warmers until every worker but one has one (or warmers are off).
 fn spawn_warmers() {
     let max = max_warmers();
-    // Each success claims one slot (`n` -> `n + 1`, only while `n < max`).
-    while let Ok(n) = WARMERS.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1)) {
+    while SLOTS.claim(max) {
         SPAWNED.fetch_add(1, Ordering::SeqCst);
-        PEAK.fetch_max(n + 1, Ordering::SeqCst);
         super::queue::pool().spawn(warm);
     }
 }
 
 /// Gives up this warmer's slot if there are more than `max_warmers`.
 fn leave_if_surplus() -> bool {
-    let max = max_warmers();
-    WARMERS.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n > max).then(|| n - 1)).is_ok()
+    SLOTS.leave_if_surplus(max_warmers())
 }
 
 /// How long one warmer job runs before it hands its slot to a successor
@@ -156,7 +147,9 @@ const SLICE: Duration = Duration::from_micros(50);
 /// would hold the runner below it until the process went idle.
 fn warm() {
     if RUNNING.with(|r| r.get()) > 0 {
-        WARMERS.fetch_sub(1, Ordering::SeqCst);
+        // Not respawned: this thread's join would take the new job at
+        // once. The next runner to enter claims the slot again.
+        SLOTS.release();
         return;
     }
     if leave_if_surplus() {
@@ -172,7 +165,7 @@ fn warm() {
             if leave_if_surplus() {
                 break Exit::Surplus;
             }
-        } else if ACTIVE.load(Ordering::SeqCst) == 0 && now().saturating_sub(LAST_LEFT.load(Ordering::SeqCst)) >= linger {
+        } else if !SLOTS.any_active() && now().saturating_sub(LAST_LEFT.load(Ordering::SeqCst)) >= linger {
             break Exit::Idle;
         } else {
             std::thread::yield_now();
@@ -188,10 +181,9 @@ fn warm() {
         // The slot passes to the successor (counts unchanged).
         Exit::Slice => super::queue::pool().spawn(warm),
         Exit::Idle => {
-            WARMERS.fetch_sub(1, Ordering::SeqCst);
             // A runner that entered just as this warmer decided to leave
-            // still gets warmers.
-            if ACTIVE.load(Ordering::SeqCst) > 0 {
+            // still gets warmers (slots.rs).
+            if SLOTS.release() {
                 spawn_warmers();
             }
         }
@@ -208,9 +200,8 @@ enum Exit {
     Slice,
 }
 
-/// Warmers spawned since start, and the most counted at once.
+/// Warmers spawned since start (a successor taking over a slot is not counted).
 static SPAWNED: AtomicU64 = AtomicU64::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
 
 /// The pool's warmers (see `scheduler/warm.rs`), for tests and profiling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,5 +217,6 @@ pub struct Warmers {
 
 /// The pool's warmer counts now.
 pub fn warmers() -> Warmers {
-    Warmers { alive: WARMERS.load(Ordering::SeqCst), spawned: SPAWNED.load(Ordering::SeqCst), peak: PEAK.load(Ordering::SeqCst) }
+    let (alive, peak) = SLOTS.held();
+    Warmers { alive, spawned: SPAWNED.load(Ordering::SeqCst), peak }
 }
