@@ -1,8 +1,8 @@
 //! The pool's warmers (`scheduler/warm.rs`): while CPU streams run, idle
-//! workers stay awake taking pool work; they never exceed the pool, they
-//! leave soon after the work ends (an idle process burns no CPU), and
-//! with them many threads on their own streams still compute exactly what
-//! one thread computes alone.
+//! workers stay awake taking pool work; they hold at most `pool size - 1`
+//! slots, they leave soon after the work ends (an idle process burns no
+//! CPU), and with them many threads on their own streams still compute
+//! exactly what one thread computes alone.
 
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
@@ -72,7 +72,7 @@ fn warmers_come_with_cpu_work_stay_within_the_pool_and_leave_after_it() {
     }
     let after = weft::warmers();
     assert!(after.spawned > before.spawned, "no warmer came while six CPU streams ran: {after:?}");
-    assert!(after.peak <= 3, "more warmer slots than pool threads: {after:?}");
+    assert!(after.peak <= 2, "more warmer slots than pool threads but one: {after:?}");
     let t0 = Instant::now();
     while weft::warmers().alive > 0 {
         assert!(t0.elapsed() < Duration::from_secs(30), "warmers still alive 30 s after the work ended: {:?}", weft::warmers());

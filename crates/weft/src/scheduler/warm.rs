@@ -25,8 +25,8 @@
 //!   warmer is spawned (`Slots`, slots.rs, which states and loom-checks the
 //!   counting). A warmer that picks up a runner (through `yield_now`)
 //!   *lends* it its slot for the run, so that another worker warms
-//!   meanwhile; the slot comes back when the runner ends, and if that makes
-//!   one too many the warmer leaves. So slots never exceed the pool size.
+//!   meanwhile; the slot comes back when the runner ends if there is room,
+//!   else the warmer leaves. So slots never exceed `pool size - 1`.
 //! - A warmer never runs beneath a runner on its own thread's stack (a join
 //!   waiting for a kernel's other half may take any pool job, a warmer
 //!   too): it would hold that runner until the process went idle. It finds
@@ -79,8 +79,9 @@ fn now() -> u64 {
 thread_local! {
     /// CPU runners live on this thread's stack (nested runs count each).
     static RUNNING: Cell<u32> = const { Cell::new(0) };
-    /// Whether this thread's stack holds a warmer that gave up its slot to
-    /// a runner it is executing (see `Active::enter`).
+    /// Whether the innermost warmer on this thread's stack holds its slot
+    /// (false while it lends it to a runner it executes, `Active::enter`,
+    /// and after the runner if the slot did not come back).
     static WARMING: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -105,13 +106,12 @@ impl Active {
 impl Drop for Active {
     fn drop(&mut self) {
         LAST_LEFT.store(now(), Ordering::SeqCst);
-        // A lent slot goes back to the warmer beneath, which leaves if
-        // warmers are now one too many.
-        SLOTS.leave(self.lent);
-        RUNNING.with(|r| r.set(r.get() - 1));
-        if self.lent {
+        // A lent slot goes back to the warmer beneath if there is room;
+        // if not, that warmer finds `WARMING` false and leaves.
+        if SLOTS.leave(self.lent, max_warmers()) {
             WARMING.with(|w| w.set(true));
         }
+        RUNNING.with(|r| r.set(r.get() - 1));
     }
 }
 
@@ -132,10 +132,6 @@ fn spawn_warmers() {
     }
 }
 
-/// Gives up this warmer's slot if there are more than `max_warmers`.
-fn leave_if_surplus() -> bool {
-    SLOTS.leave_if_surplus(max_warmers())
-}
 
 /// How long one warmer job runs before it hands its slot to a successor
 /// and returns (module docs: a warmer may sit above frames that wait for it).
@@ -152,9 +148,6 @@ fn warm() {
         SLOTS.release();
         return;
     }
-    if leave_if_surplus() {
-        return;
-    }
     // A warmer further down this thread's stack (this one runs beneath a
     // kernel half it took) gets its flag back when this one returns.
     let outer = WARMING.with(|w| w.replace(true));
@@ -162,8 +155,8 @@ fn warm() {
     let start = Instant::now();
     let exit = loop {
         if rayon::yield_now() == Some(rayon::Yield::Executed) {
-            if leave_if_surplus() {
-                break Exit::Surplus;
+            if !WARMING.with(|w| w.get()) {
+                break Exit::SlotGone;
             }
         } else if !SLOTS.any_active() && now().saturating_sub(LAST_LEFT.load(Ordering::SeqCst)) >= linger {
             break Exit::Idle;
@@ -176,8 +169,8 @@ fn warm() {
     };
     WARMING.with(|w| w.set(outer));
     match exit {
-        // `leave_if_surplus` gave the slot up.
-        Exit::Surplus => {}
+        // A runner it lent the slot to could not give it back.
+        Exit::SlotGone => {}
         // The slot passes to the successor (counts unchanged).
         Exit::Slice => super::queue::pool().spawn(warm),
         Exit::Idle => {
@@ -192,8 +185,8 @@ fn warm() {
 
 /// Why a warmer job returns.
 enum Exit {
-    /// Warmers were one too many; its slot is already given up.
-    Surplus,
+    /// It lent its slot to a runner, which found no room to give it back.
+    SlotGone,
     /// No CPU runner for the linger time: its slot goes.
     Idle,
     /// Its slice is up: a successor takes the slot.
@@ -210,8 +203,7 @@ pub struct Warmers {
     pub alive: usize,
     /// Warmers spawned since start.
     pub spawned: u64,
-    /// The most slots held at once (at most the pool size: `pool size - 1`
-    /// spinning, plus a slot lent to a runner on its way back).
+    /// The most slots held at once (at most `pool size - 1`).
     pub peak: usize,
 }
 
