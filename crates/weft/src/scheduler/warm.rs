@@ -132,7 +132,6 @@ fn spawn_warmers() {
     }
 }
 
-
 /// How long one warmer job runs before it hands its slot to a successor
 /// and returns (module docs: a warmer may sit above frames that wait for it).
 const SLICE: Duration = Duration::from_micros(50);
